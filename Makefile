@@ -1,0 +1,124 @@
+# scaleplan — one Makefile for the CPU build, the optional CUDA objects, tests and benchmarks.
+#
+#   make            build ./scaleplan (CPU; CUDA objects too when nvcc exists)
+#   make test       build and run the whole test suite (ends with "N passed, N failed")
+#   make asan       the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench      benchmarks, one line per figure: "bench <name> <value> <unit>"
+#   make check      install Debian packages, then test and asan (what .ci/run calls)
+#   make clean
+#
+# V=1 shows full command lines. SAN=1 builds the sanitized tree into build-asan/.
+
+ifeq ($(origin CC),default)
+CC = mpicc
+endif
+NVCC ?= nvcc
+
+ifeq ($(SAN),1)
+B := build-asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT := -O1
+else
+B := build
+SANFLAGS :=
+OPT := -O2
+endif
+
+WARN := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wshadow
+CFLAGS ?= $(OPT) -g
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) -I. -Ibuild/gen -MMD -MP
+LDLIBS := -lcjson -lsqlite3 -lglpk -lopenblas -lm -lpthread
+LDFLAGS += $(SANFLAGS)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+LIB_SRC := $(filter-out cli/main.c,$(wildcard sim/*.c tuner/*.c runtime/*.c kernels/*.c reports/*.c cli/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/embedded.o
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+BENCH_SRC := $(wildcard bench/*.c)
+PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/models/*.json))
+
+ifeq ($(SAN),1)
+BIN := $(B)/scaleplan
+else
+BIN := scaleplan
+endif
+
+CUDA_SRC := $(wildcard kernels/*.cu runtime/*.cu)
+HAVE_NVCC := $(shell command -v $(NVCC) >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_NVCC)$(if $(CUDA_SRC),1),11)
+CUDA_LIB := build/libscaleplan_cuda.a
+endif
+
+.PHONY: all test asan bench check clean cuda deps
+all: $(BIN) $(TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
+
+$(BIN): $(B)/cli/main.o $(B)/libscaleplan.a
+	@echo "  LINK    $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/libscaleplan.a: $(LIB_OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# Profiles are compiled into the binary so a fresh build needs no install step.
+$(B)/tools/embed: tools/embed.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -std=c11 -O1 -o $@ $<
+$(B)/gen/embedded.c: $(B)/tools/embed $(PROFILES)
+	@mkdir -p $(dir $@)
+	@echo "  EMBED   profiles"
+	$(Q)$(B)/tools/embed $(PROFILES) > $@
+$(B)/gen/embedded.o: $(B)/gen/embedded.c
+	$(Q)$(CC) $(ALL_CFLAGS) -Wno-overlength-strings -c -o $@ $<
+
+$(B)/tests/%: tests/%.c $(B)/libscaleplan.a
+	@mkdir -p $(dir $@)
+	@echo "  TEST    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libscaleplan.a $(LDLIBS)
+
+$(B)/bench/bench: $(BENCH_SRC) $(B)/libscaleplan.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(BENCH_SRC) $(B)/libscaleplan.a $(LDLIBS)
+
+# CUDA kernels share the reference kernels' signatures; compiled whenever nvcc exists,
+# even on machines without a GPU, so a broken kernel fails the build here.
+cuda: $(CUDA_LIB)
+build/cuda/%.o: %.cu
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	$(Q)$(NVCC) -O3 -std=c++17 -arch=sm_90 -I. -c -o $@ $<
+build/libscaleplan_cuda.a: $(CUDA_SRC:%.cu=build/cuda/%.o)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+test: all
+	$(Q)tests/run.sh $(B) $(BIN)
+
+asan:
+	$(Q)$(MAKE) --no-print-directory SAN=1 test
+
+bench: all $(B)/bench/bench
+	$(Q)$(B)/bench/bench
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory test
+	$(Q)$(MAKE) --no-print-directory asan
+
+clean:
+	rm -rf build build-asan scaleplan
+
+-include $(shell find build build-asan -name '*.d' 2>/dev/null)

@@ -1,0 +1,63 @@
+/* args — plan flags shared by every verb that takes a plan (sim, plot, tune, run). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "sim/util.h"
+
+void cli_error(const char *verb, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "scaleplan %s: ", verb);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_plan_flag(int argc, char **argv, int *i, struct plan *p, char *err)
+{
+	const char *a = argv[*i];
+	if (strncmp(a, "--", 2) != 0)
+		return 0;
+	if (!strcmp(a, "--sp")) return plan_set(p, "sp", "1", err) ? -1 : 1;
+	if (!strcmp(a, "--no-sp")) return plan_set(p, "sp", "0", err) ? -1 : 1;
+	char key[64];
+	const char *eq = strchr(a, '=');
+	size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+	if (n >= sizeof(key)) return 0;
+	memcpy(key, a + 2, n);
+	key[n] = 0;
+	for (char *c = key; *c; c++) if (*c == '-') *c = '_';
+	const char *val;
+	if (!strcmp(key, "plan")) {
+		val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+		if (!val) return errf(err, "--plan: missing file name");
+		char *text = read_file(val, 1 << 20, err);
+		if (!text) return -1;
+		int rc = plan_from_json(text, p, err);
+		free(text);
+		return rc ? -1 : 1;
+	}
+	struct plan probe = *p;
+	char e2[ERR_LEN];
+	/* is it a plan key at all? (unknown keys are not ours; the verb decides) */
+	if (plan_set(&probe, key, "1", e2) && strstr(e2, "unknown key"))
+		return 0;
+	val = eq ? eq + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+	if (!val) return errf(err, "--%s: missing value", a + 2);
+	return plan_set(p, key, val, err) ? -1 : 1;
+}
+
+int cli_load_plan(const char *verb, struct plan *p, struct model *m, struct hw *h)
+{
+	char err[ERR_LEN];
+	if (!p->model[0]) { cli_error(verb, "--model is required"); return EXIT_BADINPUT; }
+	if (!p->gpu[0]) { cli_error(verb, "--gpu is required"); return EXIT_BADINPUT; }
+	if (model_load(p->model, m, err) || hw_load(p->gpu, h, err) ||
+	    plan_resolve(p, m, h, err) || plan_validate(p, m, h, err)) {
+		cli_error(verb, "%s", err);
+		return EXIT_BADINPUT;
+	}
+	return EXIT_OK;
+}

@@ -1,0 +1,36 @@
+/* cli — the command-line layer: one function per verb (cli/verb_NAME.c), a table of verbs in
+ * cli/main.c. Only this layer prints to the user and chooses exit codes:
+ *   0 ok, 1 runtime error, 2 bad input (incl. a plan breaking a divisibility rule),
+ *   3 infeasible (a valid plan that does not fit, or no plan fits). */
+#ifndef SCALEPLAN_CLI_H
+#define SCALEPLAN_CLI_H
+
+#include <stdio.h>
+#include "sim/plan.h"
+#include "sim/model.h"
+#include "sim/hw.h"
+
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_BADINPUT = 2, EXIT_INFEASIBLE = 3 };
+
+struct verb {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+int cmd_sim(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+
+/* Shared plan-flag handling: if argv[*i] is a plan flag (--tp 8, --sp, --no-sp, --plan F,
+ * --model M, --gpu G, ...), applies it to p, advances *i past its value and returns 1;
+ * returns 0 if it is not a plan flag; -1 with err on a bad value. */
+int cli_plan_flag(int argc, char **argv, int *i, struct plan *p, char *err);
+
+/* Loads p->model and p->gpu, resolves derived values and validates. Returns an exit code
+ * (EXIT_OK or EXIT_BADINPUT) and prints the one-line error itself. */
+int cli_load_plan(const char *verb, struct plan *p, struct model *m, struct hw *h);
+
+/* Prints "scaleplan VERB: msg" to stderr. */
+void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

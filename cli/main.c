@@ -1,0 +1,39 @@
+/* scaleplan — one binary, one verb per job (git style). This file holds only the verb table
+ * and the dispatch. */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+
+static const struct verb verbs[] = {
+	{"sim", cmd_sim, "simulate one plan: memory and time per rank kind"},
+};
+#define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: scaleplan VERB [options]   (scaleplan VERB --help for each verb)\n\nverbs:\n");
+	for (size_t i = 0; i < NVERBS; i++)
+		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_BADINPUT;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("scaleplan 0.1\n");
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < NVERBS; i++)
+		if (!strcmp(argv[1], verbs[i].name))
+			return verbs[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "scaleplan: unknown verb '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_BADINPUT;
+}

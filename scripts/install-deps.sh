@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the Debian packages scaleplan builds and tests with. Idempotent.
+set -euo pipefail
+PKGS="build-essential libcjson-dev libsqlite3-dev libglpk-dev libopenblas-dev libopenmpi-dev openmpi-bin gnuplot-nox"
+missing=""
+for p in $PKGS; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+fi

@@ -1,0 +1,114 @@
+/* hw — hardware profile reader. Profiles are strict: every field below is required, unknown
+ * keys are errors (a typo must not silently fall back to a default), and "sources"/"notes"
+ * carry provenance text. File units: TFLOP/s, GB (1e9 bytes) or GiB, GB/s, microseconds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "sim/embedded.h"
+#include "sim/hw.h"
+#include "sim/util.h"
+
+struct hw_field {
+	const char *key;
+	size_t off;
+	double scale;     /* file unit -> SI */
+	double lo, hi;    /* allowed range in file units */
+	int optional;
+};
+
+#define HOFF(f) offsetof(struct hw, f)
+static const struct hw_field fields[] = {
+	{"peak_bf16_tflops", HOFF(peak_bf16_flops), 1e12, 1, 1e5, 0},
+	{"peak_fp8_tflops", HOFF(peak_fp8_flops), 1e12, 0, 1e5, 0},
+	{"hbm_gib", HOFF(hbm_bytes), 1073741824.0, 1, 1e5, 0},
+	{"hbm_bw_gbps", HOFF(hbm_bw_bps), 1e9, 1, 1e6, 0},
+	{"intra_node_busbw_gbps", HOFF(intra_bw_bps), 1e9, 0.1, 1e6, 0},
+	{"inter_node_busbw_gbps", HOFF(inter_bw_bps), 1e9, 0.1, 1e6, 0},
+	{"intra_node_latency_us", HOFF(intra_lat_s), 1e-6, 0, 1e4, 0},
+	{"inter_node_latency_us", HOFF(inter_lat_s), 1e-6, 0, 1e4, 0},
+	{"gemm_eff", HOFF(gemm_eff), 1, 0.01, 1, 0},
+	{"gemm_half_dim", HOFF(gemm_half_dim), 1, 0, 1e6, 0},
+	{"attn_eff", HOFF(attn_eff), 1, 0.01, 1, 0},
+	{"mem_eff", HOFF(mem_eff), 1, 0.01, 1, 0},
+	{"comm_eff", HOFF(comm_eff), 1, 0.01, 1, 0},
+	{"overhead_gib", HOFF(overhead_bytes), 1073741824.0, 0, 1e3, 0},
+	{"frag_factor", HOFF(frag_factor), 1, 1, 3, 0},
+	{"step_overhead_ms", HOFF(step_overhead_s), 1e-3, 0, 1e5, 0},
+	{"kernel_overhead_us", HOFF(kernel_overhead_s), 1e-6, 0, 1e5, 0},
+};
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
+{
+	memset(h, 0, sizeof(*h));
+	snprintf(h->name, sizeof(h->name), "%s", name);
+	cJSON *o = cJSON_Parse(text);
+	if (!o) return errf(err, "gpu %s: malformed JSON", name);
+	int rc = -1;
+	if (!cJSON_IsObject(o)) { errf(err, "gpu %s: profile must be a JSON object", name); goto out; }
+	for (cJSON *it = o->child; it; it = it->next) {
+		if (!strcmp(it->string, "sources") || !strcmp(it->string, "notes") || !strcmp(it->string, "description"))
+			continue;
+		if (!strcmp(it->string, "name")) {
+			if (!cJSON_IsString(it)) { errf(err, "gpu %s: name must be a string", name); goto out; }
+			snprintf(h->name, sizeof(h->name), "%s", it->valuestring);
+			continue;
+		}
+		if (!strcmp(it->string, "gpus_per_node")) {
+			if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 1024 || it->valuedouble != (int)it->valuedouble)
+				{ errf(err, "gpu %s: gpus_per_node must be an integer in [1, 1024]", name); goto out; }
+			h->gpus_per_node = it->valueint;
+			continue;
+		}
+		size_t i;
+		for (i = 0; i < NFIELDS; i++)
+			if (!strcmp(it->string, fields[i].key)) break;
+		if (i == NFIELDS) { errf(err, "gpu %s: unknown key '%s'", name, it->string); goto out; }
+		if (!cJSON_IsNumber(it)) { errf(err, "gpu %s: %s must be a number", name, it->string); goto out; }
+		double v = it->valuedouble;
+		if (v < fields[i].lo || v > fields[i].hi)
+			{ errf(err, "gpu %s: %s (%g) must be in [%g, %g]", name, it->string, v, fields[i].lo, fields[i].hi); goto out; }
+		*(double *)((char *)h + fields[i].off) = v * fields[i].scale;
+	}
+	if (!h->gpus_per_node) { errf(err, "gpu %s: missing required field gpus_per_node", name); goto out; }
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (!fields[i].optional && !cJSON_GetObjectItemCaseSensitive(o, fields[i].key))
+			{ errf(err, "gpu %s: missing required field %s", name, fields[i].key); goto out; }
+	rc = 0;
+out:
+	cJSON_Delete(o);
+	return rc;
+}
+
+const char *const *hw_builtin_names(void)
+{
+	static const char *names[64];
+	static char store[64][64];
+	int n = 0;
+	for (const struct embedded_file *f = embedded_files; f->name && n < 63; f++) {
+		if (strncmp(f->name, "hw/", 3)) continue;
+		snprintf(store[n], sizeof(store[n]), "%.*s", (int)(strlen(f->name) - 8), f->name + 3);
+		names[n] = store[n];
+		n++;
+	}
+	names[n] = NULL;
+	return names;
+}
+
+int hw_load(const char *name_or_path, struct hw *h, char *err)
+{
+	char key[300];
+	snprintf(key, sizeof(key), "hw/%s.json", name_or_path);
+	const char *text = strchr(name_or_path, '/') ? NULL : embedded_find(key);
+	if (text)
+		return hw_from_json(text, name_or_path, h, err);
+	if (!strchr(name_or_path, '/') && !strstr(name_or_path, ".json"))
+		return errf(err, "gpu: unknown gpu '%s' (not a built-in profile; give a JSON path)", name_or_path);
+	char *buf = read_file(name_or_path, 1 << 20, err);
+	if (!buf) return errf(err, "gpu: cannot read '%s'", name_or_path);
+	const char *base = strrchr(name_or_path, '/');
+	int rc = hw_from_json(buf, base ? base + 1 : name_or_path, h, err);
+	free(buf);
+	return rc;
+}

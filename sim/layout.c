@@ -1,0 +1,165 @@
+/* layout — rank <-> coordinates and group membership. Strides follow the plan's order string;
+ * EP/EDP groups split the combined index k = cp + cp_size * dp with EP innermost. */
+#include <string.h>
+#include "sim/layout.h"
+#include "sim/plan.h"
+#include "sim/util.h"
+
+static const char *const dim_tok[DIM_COUNT] = {"tp", "cp", "dp", "pp"};
+static const char *const group_names[GROUP_COUNT] = {"tp", "cp", "dp", "pp", "dp*cp", "ep", "edp"};
+
+const char *group_name(enum group_kind g) { return g < GROUP_COUNT ? group_names[g] : "?"; }
+
+int layout_init(struct layout *l, const struct plan *p, char *err)
+{
+	memset(l, 0, sizeof(*l));
+	l->size[DIM_TP] = p->tp;
+	l->size[DIM_CP] = p->cp;
+	l->size[DIM_DP] = p->dp;
+	l->size[DIM_PP] = p->pp;
+	l->ep = p->ep;
+	l->world = p->tp * p->cp * p->dp * p->pp;
+	l->gpus_per_node = p->gpus_per_node > 0 ? p->gpus_per_node : l->world;
+	if ((p->cp * p->dp) % p->ep)
+		return errf(err, "layout: ep (%d) does not divide dp*cp (%d)", p->ep, p->cp * p->dp);
+	char buf[32];
+	strcpy(buf, p->order);
+	int stride = 1, n = 0;
+	for (char *tok = strtok(buf, "-"); tok; tok = strtok(NULL, "-")) {
+		for (int d = 0; d < DIM_COUNT; d++)
+			if (!strcmp(tok, dim_tok[d])) {
+				l->stride[d] = stride;
+				stride *= l->size[d];
+				n++;
+			}
+	}
+	if (n != DIM_COUNT)
+		return errf(err, "layout: order '%s' is not a permutation of tp, cp, dp, pp", p->order);
+	return 0;
+}
+
+void layout_coords(const struct layout *l, int rank, struct coords *out)
+{
+	for (int d = 0; d < DIM_COUNT; d++)
+		out->c[d] = (rank / l->stride[d]) % l->size[d];
+	int k = out->c[DIM_CP] + l->size[DIM_CP] * out->c[DIM_DP];
+	out->ep = k % l->ep;
+	out->edp = k / l->ep;
+}
+
+int layout_rank(const struct layout *l, const int c[DIM_COUNT])
+{
+	int r = 0;
+	for (int d = 0; d < DIM_COUNT; d++)
+		r += c[d] * l->stride[d];
+	return r;
+}
+
+int layout_group_size(const struct layout *l, enum group_kind g)
+{
+	switch (g) {
+	case GROUP_TP: return l->size[DIM_TP];
+	case GROUP_CP: return l->size[DIM_CP];
+	case GROUP_DP: return l->size[DIM_DP];
+	case GROUP_PP: return l->size[DIM_PP];
+	case GROUP_DPCP: return l->size[DIM_DP] * l->size[DIM_CP];
+	case GROUP_EP: return l->ep;
+	case GROUP_EDP: return l->size[DIM_DP] * l->size[DIM_CP] / l->ep;
+	default: return 0;
+	}
+}
+
+/* rank with combined cp*dp index k and the other coordinates of `c` */
+static int rank_with_k(const struct layout *l, const struct coords *c, int k)
+{
+	int cc[DIM_COUNT];
+	memcpy(cc, c->c, sizeof(cc));
+	cc[DIM_CP] = k % l->size[DIM_CP];
+	cc[DIM_DP] = k / l->size[DIM_CP];
+	return layout_rank(l, cc);
+}
+
+int layout_group(const struct layout *l, enum group_kind g, int rank, int *ranks, int cap)
+{
+	int n = layout_group_size(l, g);
+	if (n > cap || n <= 0)
+		return -1;
+	struct coords c;
+	layout_coords(l, rank, &c);
+	for (int i = 0; i < n; i++) {
+		int cc[DIM_COUNT];
+		memcpy(cc, c.c, sizeof(cc));
+		switch (g) {
+		case GROUP_TP: cc[DIM_TP] = i; ranks[i] = layout_rank(l, cc); break;
+		case GROUP_CP: cc[DIM_CP] = i; ranks[i] = layout_rank(l, cc); break;
+		case GROUP_DP: cc[DIM_DP] = i; ranks[i] = layout_rank(l, cc); break;
+		case GROUP_PP: cc[DIM_PP] = i; ranks[i] = layout_rank(l, cc); break;
+		case GROUP_DPCP: ranks[i] = rank_with_k(l, &c, i); break;
+		case GROUP_EP: ranks[i] = rank_with_k(l, &c, c.edp * l->ep + i); break;
+		case GROUP_EDP: ranks[i] = rank_with_k(l, &c, i * l->ep + c.ep); break;
+		default: return -1;
+		}
+	}
+	return n;
+}
+
+int layout_group_index(const struct layout *l, enum group_kind g, int rank)
+{
+	struct coords c;
+	layout_coords(l, rank, &c);
+	switch (g) {
+	case GROUP_TP: return c.c[DIM_TP];
+	case GROUP_CP: return c.c[DIM_CP];
+	case GROUP_DP: return c.c[DIM_DP];
+	case GROUP_PP: return c.c[DIM_PP];
+	case GROUP_DPCP: return c.c[DIM_CP] + l->size[DIM_CP] * c.c[DIM_DP];
+	case GROUP_EP: return c.ep;
+	case GROUP_EDP: return c.edp;
+	default: return -1;
+	}
+}
+
+int layout_group_nodes(const struct layout *l, enum group_kind g, int rank)
+{
+	/* Groups are arithmetic progressions of ranks in every case but EP/EDP with cp > 1;
+	 * count distinct node ids directly, bounded by the group size. */
+	int n = layout_group_size(l, g);
+	int stack[256];
+	int *r = stack;
+	int heap = 0;
+	if (n > 256) {
+		/* large groups: every member of a progression of stride s spans ceil-ish nodes;
+		 * compute from the first and last member and the stride */
+		struct coords c;
+		layout_coords(l, rank, &c);
+		int first, last;
+		switch (g) {
+		case GROUP_TP: case GROUP_CP: case GROUP_DP: case GROUP_PP: {
+			int d = g == GROUP_TP ? DIM_TP : g == GROUP_CP ? DIM_CP : g == GROUP_DP ? DIM_DP : DIM_PP;
+			int cc[DIM_COUNT];
+			memcpy(cc, c.c, sizeof(cc));
+			cc[d] = 0; first = layout_rank(l, cc);
+			int s = l->stride[d];
+			if (s >= l->gpus_per_node) return n;
+			/* members per node = gpus_per_node / s when s divides gpus_per_node */
+			int per = l->gpus_per_node / s;
+			cc[d] = n - 1; last = layout_rank(l, cc);
+			(void)first; (void)last;
+			return (n + per - 1) / per;
+		}
+		default:
+			heap = 1;
+		}
+		(void)heap;
+		return n; /* conservative: assume every member on its own node */
+	}
+	layout_group(l, g, rank, r, 256);
+	int nodes = 0;
+	for (int i = 0; i < n; i++) {
+		int node = r[i] / l->gpus_per_node, dup = 0;
+		for (int j = 0; j < i; j++)
+			if (r[j] / l->gpus_per_node == node) { dup = 1; break; }
+		nodes += !dup;
+	}
+	return nodes;
+}

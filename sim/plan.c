@@ -1,0 +1,403 @@
+/* plan — the one parser and validator of a training plan. Every key lives in plan_keys[],
+ * which drives the CLI flags, the JSON reader and writer, and --help alike. */
+#include <ctype.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "sim/plan.h"
+#include "sim/model.h"
+#include "sim/hw.h"
+#include "sim/util.h"
+
+enum key_type { K_INT, K_BOOL, K_STR, K_SCHED, K_RC, K_PREC, K_SPLIT };
+
+struct plan_key {
+	const char *name;
+	enum key_type type;
+	size_t off;
+	long lo, hi;
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct plan, f)
+static const struct plan_key plan_keys[] = {
+	{"model", K_STR, OFF(model), 0, 0, "model profile name or config.json path"},
+	{"gpu", K_STR, OFF(gpu), 0, 0, "hardware profile name or JSON path"},
+	{"gpus", K_INT, OFF(gpus), 0, 1 << 20, "total GPUs (world size)"},
+	{"gpus_per_node", K_INT, OFF(gpus_per_node), 0, 1024, "GPUs per node (default: the profile's)"},
+	{"dp", K_INT, OFF(dp), 0, 1 << 20, "data-parallel degree (default: gpus/(tp*pp*cp))"},
+	{"tp", K_INT, OFF(tp), 1, 1024, "tensor-parallel degree"},
+	{"pp", K_INT, OFF(pp), 1, 4096, "pipeline-parallel degree"},
+	{"cp", K_INT, OFF(cp), 1, 1024, "context-parallel degree"},
+	{"ep", K_INT, OFF(ep), 1, 1 << 16, "expert-parallel degree (inside dp*cp)"},
+	{"vpp", K_INT, OFF(vpp), 1, 256, "model chunks per pipeline rank (interleaved)"},
+	{"sp", K_BOOL, OFF(sp), 0, 1, "sequence parallelism inside TP"},
+	{"zero", K_INT, OFF(zero), 0, 3, "ZeRO stage 0-3"},
+	{"recompute", K_RC, OFF(recompute), 0, 0, "none|selective|full"},
+	{"recompute_layers", K_INT, OFF(recompute_layers), -1, 1 << 16, "with full: layers per stage recomputed (-1 all)"},
+	{"mbs", K_INT, OFF(mbs), 1, 1 << 16, "micro-batch size, sequences"},
+	{"gbs", K_INT, OFF(gbs), 0, 1 << 26, "global batch, sequences"},
+	{"seq", K_INT, OFF(seq), 1, 1 << 24, "sequence length, tokens"},
+	{"schedule", K_SCHED, OFF(schedule), 0, 0, "afab|1f1b|interleaved|zb-h1|zb-h2|zb-v|dualpipe|dualpipev|none"},
+	{"order", K_STR, OFF(order), 0, 0, "rank order innermost first, e.g. tp-cp-dp-pp"},
+	{"precision", K_PREC, OFF(precision), 0, 0, "bf16|fp8|fp32"},
+	{"fp32_grads", K_BOOL, OFF(fp32_grads), 0, 1, "fp32 gradient accumulation buffer"},
+	{"overlap_grad_reduce", K_BOOL, OFF(overlap_grad_reduce), 0, 1, "overlap DP gradient reduction with backward"},
+	{"overlap_param_gather", K_BOOL, OFF(overlap_param_gather), 0, 1, "overlap ZeRO parameter gathers with compute"},
+	{"overlap_tp_comm", K_BOOL, OFF(overlap_tp_comm), 0, 1, "overlap TP/SP collectives with GEMMs"},
+	{"stage_layers", K_SPLIT, OFF(stage_layers), 0, 0, "layers per stage, comma separated"},
+};
+#define NKEYS (sizeof(plan_keys) / sizeof(plan_keys[0]))
+
+static const char *const sched_names[SCHED_COUNT] = {
+	"none", "afab", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"};
+static const char *const rc_names[] = {"none", "selective", "full"};
+static const char *const prec_names[] = {"bf16", "fp8", "fp32"};
+
+const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_names[s] : "?"; }
+const char *recompute_name(enum recompute r) { return r <= RC_FULL ? rc_names[r] : "?"; }
+const char *precision_name(enum precision pr) { return pr <= PREC_FP32 ? prec_names[pr] : "?"; }
+
+int schedule_from_name(const char *name, enum schedule *s)
+{
+	for (int i = 0; i < SCHED_COUNT; i++)
+		if (strcmp(name, sched_names[i]) == 0) { *s = (enum schedule)i; return 0; }
+	if (strcmp(name, "gpipe") == 0) { *s = SCHED_AFAB; return 0; }
+	return -1;
+}
+
+void plan_defaults(struct plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->tp = p->pp = p->cp = p->ep = p->vpp = 1;
+	p->recompute_layers = -1;
+	p->mbs = 1;
+	p->seq = 4096;
+	p->schedule = SCHED_1F1B;
+	strcpy(p->order, "tp-cp-dp-pp");
+	p->precision = PREC_BF16;
+	p->overlap_grad_reduce = p->overlap_param_gather = 1;
+}
+
+static const struct plan_key *find_key(const char *key)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(plan_keys[i].name, key) == 0)
+			return &plan_keys[i];
+	return NULL;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "yes")) { *out = 1; return 0; }
+	if (!strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "no")) { *out = 0; return 0; }
+	return -1;
+}
+
+static int parse_split(struct plan *p, const char *v, char *err)
+{
+	int n = 0;
+	const char *s = v;
+	while (*s) {
+		char *end;
+		long x = strtol(s, &end, 10);
+		if (end == s || x < 1 || x > 100000)
+			return errf(err, "plan: stage_layers: '%s' is not a list of positive integers", v);
+		if (n >= PLAN_MAX_STAGES)
+			return errf(err, "plan: stage_layers: more than %d stages", PLAN_MAX_STAGES);
+		p->stage_layers[n++] = (int)x;
+		s = end;
+		if (*s == ',') s++;
+		else if (*s) return errf(err, "plan: stage_layers: '%s' is not a comma-separated list", v);
+	}
+	if (n == 0)
+		return errf(err, "plan: stage_layers: empty list");
+	p->nstage_layers = n;
+	return 0;
+}
+
+static int set_order(struct plan *p, const char *v, char *err)
+{
+	/* a permutation of tp, cp, dp, pp; "ep" may appear and is ignored (EP is folded into dp*cp) */
+	const char *want[4] = {"tp", "cp", "dp", "pp"};
+	int seen[4] = {0};
+	char buf[64], out[32] = "";
+	if (strlen(v) >= sizeof(buf))
+		return errf(err, "plan: order: '%s' is too long", v);
+	strcpy(buf, v);
+	for (char *tok = strtok(buf, "-,"); tok; tok = strtok(NULL, "-,")) {
+		if (!strcmp(tok, "ep")) continue;
+		int k = -1;
+		for (int i = 0; i < 4; i++) if (!strcmp(tok, want[i])) k = i;
+		if (k < 0 || seen[k])
+			return errf(err, "plan: order: '%s' must be a permutation of tp, cp, dp, pp", v);
+		seen[k] = 1;
+		if (out[0]) strcat(out, "-");
+		strcat(out, want[k]);
+	}
+	for (int i = 0; i < 4; i++)
+		if (!seen[i]) return errf(err, "plan: order: '%s' lacks %s", v, want[i]);
+	strcpy(p->order, out);
+	return 0;
+}
+
+int plan_set(struct plan *p, const char *key, const char *val, char *err)
+{
+	const struct plan_key *k = find_key(key);
+	if (!k)
+		return errf(err, "plan: unknown key '%s'", key);
+	if (!val)
+		return errf(err, "plan: %s: missing value", key);
+	char *base = (char *)p;
+	long v;
+	int b;
+	switch (k->type) {
+	case K_INT: {
+		char field[64];
+		snprintf(field, sizeof(field), "plan: %s", key);
+		if (parse_int(val, field, k->lo, k->hi, &v, err)) return -1;
+		*(int *)(base + k->off) = (int)v;
+		return 0;
+	}
+	case K_BOOL:
+		if (parse_bool(val, &b)) return errf(err, "plan: %s: '%s' is not a boolean (1/0)", key, val);
+		*(int *)(base + k->off) = b;
+		return 0;
+	case K_STR:
+		if (!strcmp(key, "order")) return set_order(p, val, err);
+		if (strlen(val) >= PLAN_NAME_LEN) return errf(err, "plan: %s: longer than %d characters", key, PLAN_NAME_LEN - 1);
+		strcpy(base + k->off, val);
+		return 0;
+	case K_SCHED:
+		if (schedule_from_name(val, &p->schedule))
+			return errf(err, "plan: schedule: unknown schedule '%s' (afab, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipe, dualpipev, none)", val);
+		return 0;
+	case K_RC:
+		for (int i = 0; i <= RC_FULL; i++)
+			if (!strcmp(val, rc_names[i])) { p->recompute = (enum recompute)i; return 0; }
+		return errf(err, "plan: recompute: '%s' is not none, selective or full", val);
+	case K_PREC:
+		for (int i = 0; i <= PREC_FP32; i++)
+			if (!strcmp(val, prec_names[i])) { p->precision = (enum precision)i; return 0; }
+		return errf(err, "plan: precision: '%s' is not bf16, fp8 or fp32", val);
+	case K_SPLIT:
+		return parse_split(p, val, err);
+	}
+	return errf(err, "plan: %s: internal error", key);
+}
+
+int plan_from_json(const char *text, struct plan *p, char *err)
+{
+	cJSON *root = cJSON_Parse(text);
+	if (!root)
+		return errf(err, "plan: malformed JSON near '%.20s'", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+	int rc = 0;
+	if (!cJSON_IsObject(root)) {
+		rc = errf(err, "plan: the JSON plan must be an object");
+		goto out;
+	}
+	for (cJSON *it = root->child; it && rc == 0; it = it->next) {
+		char buf[64];
+		const char *val = NULL;
+		if (!strcmp(it->string, "stage_layers") && cJSON_IsArray(it)) {
+			int n = 0;
+			for (cJSON *e = it->child; e; e = e->next) {
+				if (!cJSON_IsNumber(e) || e->valuedouble != (int)e->valuedouble || e->valueint < 1)
+					{ rc = errf(err, "plan: stage_layers: entries must be positive integers"); break; }
+				if (n >= PLAN_MAX_STAGES) { rc = errf(err, "plan: stage_layers: more than %d stages", PLAN_MAX_STAGES); break; }
+				p->stage_layers[n++] = e->valueint;
+			}
+			p->nstage_layers = n;
+			continue;
+		}
+		if (cJSON_IsString(it)) val = it->valuestring;
+		else if (cJSON_IsBool(it)) val = cJSON_IsTrue(it) ? "1" : "0";
+		else if (cJSON_IsNumber(it)) {
+			double d = it->valuedouble;
+			if (d != (double)(long)d)
+				{ rc = errf(err, "plan: %s: %g is not an integer", it->string, d); break; }
+			snprintf(buf, sizeof(buf), "%ld", (long)d);
+			val = buf;
+		} else {
+			rc = errf(err, "plan: %s: unsupported JSON value type", it->string);
+			break;
+		}
+		rc = plan_set(p, it->string, val, err);
+	}
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+static cJSON *plan_to_cjson(const struct plan *p)
+{
+	cJSON *o = cJSON_CreateObject();
+	const char *base = (const char *)p;
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct plan_key *k = &plan_keys[i];
+		switch (k->type) {
+		case K_INT: case K_BOOL:
+			if (k->type == K_BOOL) cJSON_AddBoolToObject(o, k->name, *(const int *)(base + k->off));
+			else cJSON_AddNumberToObject(o, k->name, *(const int *)(base + k->off));
+			break;
+		case K_STR: cJSON_AddStringToObject(o, k->name, base + k->off); break;
+		case K_SCHED: cJSON_AddStringToObject(o, k->name, schedule_name(p->schedule)); break;
+		case K_RC: cJSON_AddStringToObject(o, k->name, recompute_name(p->recompute)); break;
+		case K_PREC: cJSON_AddStringToObject(o, k->name, precision_name(p->precision)); break;
+		case K_SPLIT:
+			if (p->nstage_layers) cJSON_AddItemToObject(o, k->name, cJSON_CreateIntArray(p->stage_layers, p->nstage_layers));
+			break;
+		}
+	}
+	return o;
+}
+
+char *plan_to_json(const struct plan *p)
+{
+	cJSON *o = plan_to_cjson(p);
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+void plan_write_json(const struct plan *p, FILE *f)
+{
+	char *s = plan_to_json(p);
+	if (s) fputs(s, f);
+	free(s);
+}
+
+void plan_print_flags_help(FILE *f)
+{
+	fprintf(f, "Plan flags (the same keys work in a --plan FILE.json object):\n");
+	for (size_t i = 0; i < NKEYS; i++) {
+		char flag[48];
+		snprintf(flag, sizeof(flag), "--%s", plan_keys[i].name);
+		for (char *c = flag; *c; c++) if (*c == '_') *c = '-';
+		fprintf(f, "  %-24s %s\n", flag, plan_keys[i].help);
+	}
+	fprintf(f, "  %-24s sequence parallelism on / off\n", "--sp | --no-sp");
+	fprintf(f, "  %-24s read plan keys from a JSON object\n", "--plan FILE.json");
+}
+
+int plan_chunks(const struct plan *p)
+{
+	switch (p->schedule) {
+	case SCHED_INTERLEAVED: return p->vpp;
+	case SCHED_ZBV: case SCHED_DUALPIPE: case SCHED_DUALPIPEV: return 2;
+	default: return 1;
+	}
+}
+
+int plan_stages(const struct plan *p)
+{
+	if (p->schedule == SCHED_DUALPIPE) return p->pp;
+	return p->pp * plan_chunks(p);
+}
+
+int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char *err)
+{
+	if (!p->gpus_per_node && h) p->gpus_per_node = h->gpus_per_node;
+	long mp = (long)p->tp * p->pp * p->cp;
+	if (!p->dp) {
+		if (!p->gpus) return errf(err, "plan: give --gpus or --dp");
+		if (p->gpus % mp)
+			return errf(err, "plan: tp*pp*cp (%ld) does not divide gpus (%d)", mp, p->gpus);
+		p->dp = (int)(p->gpus / mp);
+	}
+	if (!p->gpus) {
+		if (mp * p->dp > (1 << 20)) return errf(err, "plan: tp*pp*cp*dp is absurdly large");
+		p->gpus = (int)(mp * p->dp);
+	}
+	if (!p->gbs) {
+		if ((long)p->dp * p->mbs > (1 << 26)) return errf(err, "plan: dp*mbs is absurdly large");
+		p->gbs = p->dp * p->mbs;
+	}
+	if (p->pp == 1) p->schedule = SCHED_NONE;
+	else if (p->schedule == SCHED_NONE) p->schedule = SCHED_1F1B;
+	if (p->schedule != SCHED_INTERLEAVED && p->vpp > 1 && p->pp > 1 && p->schedule == SCHED_1F1B)
+		p->schedule = SCHED_INTERLEAVED; /* vpp > 1 with the default schedule means interleaved */
+	if (p->recompute != RC_FULL) p->recompute_layers = -1;
+	if (m && p->nstage_layers == 0) {
+		int n = plan_stages(p);
+		if (n > PLAN_MAX_STAGES) return errf(err, "plan: more than %d pipeline stages", PLAN_MAX_STAGES);
+		if (n > m->layers)
+			return errf(err, "plan: pp*chunks (%d) exceeds num_hidden_layers (%d)", n, m->layers);
+		/* balanced contiguous split; the extra layers go to the middle stages, since the first
+		 * holds the embedding and the last the LM head (as Llama 3 does) */
+		int base = m->layers / n, extra = m->layers % n;
+		for (int i = 0; i < n; i++) p->stage_layers[i] = base;
+		for (int k = 0, i = n / 2; k < extra; k++) {
+			p->stage_layers[i]++;
+			i = (i + 1) % n;
+		}
+		p->nstage_layers = n;
+	}
+	return 0;
+}
+
+int plan_validate(const struct plan *p, const struct model *m, const struct hw *h, char *err)
+{
+	long world = (long)p->dp * p->tp * p->pp * p->cp;
+	if (world != p->gpus)
+		return errf(err, "plan: dp*tp*pp*cp (%ld) does not equal gpus (%d)", world, p->gpus);
+	if (p->gpus_per_node > 0 && p->gpus > p->gpus_per_node && p->gpus % p->gpus_per_node)
+		return errf(err, "plan: gpus_per_node (%d) does not divide gpus (%d)", p->gpus_per_node, p->gpus);
+	if (p->gbs % ((long)p->dp * p->mbs))
+		return errf(err, "plan: dp*mbs (%ld) does not divide gbs (%d)", (long)p->dp * p->mbs, p->gbs);
+	int mb = plan_microbatches(p);
+	if (m) {
+		if (m->heads % p->tp)
+			return errf(err, "plan: tp (%d) does not divide num_attention_heads (%d)", p->tp, m->heads);
+		if (m->kv_heads % p->tp && p->tp % m->kv_heads)
+			return errf(err, "plan: tp (%d) and num_key_value_heads (%d) must divide one another", p->tp, m->kv_heads);
+		if (m->vocab % p->tp)
+			return errf(err, "plan: tp (%d) does not divide vocab_size (%d)", p->tp, m->vocab);
+		if (m->ffn_hidden % p->tp)
+			return errf(err, "plan: tp (%d) does not divide intermediate_size (%d)", p->tp, m->ffn_hidden);
+		if (p->seq % (p->cp > 1 ? 2 * p->cp : 1))
+			return errf(err, "plan: 2*cp (%d) does not divide seq (%d) (zig-zag context parallelism)", 2 * p->cp, p->seq);
+		if (p->sp && p->tp > 1 && (p->seq / p->cp) % p->tp)
+			return errf(err, "plan: tp (%d) does not divide seq/cp (%d) (sequence parallelism)", p->tp, p->seq / p->cp);
+		if (model_is_moe(m)) {
+			if (((long)p->dp * p->cp) % p->ep)
+				return errf(err, "plan: ep (%d) does not divide dp*cp (%ld)", p->ep, (long)p->dp * p->cp);
+			if (m->moe_experts % p->ep)
+				return errf(err, "plan: ep (%d) does not divide the number of experts (%d)", p->ep, m->moe_experts);
+		} else if (p->ep != 1) {
+			return errf(err, "plan: ep (%d) must be 1 for a dense model", p->ep);
+		}
+		int n = plan_stages(p), sum = 0;
+		if (p->nstage_layers != n)
+			return errf(err, "plan: stage_layers has %d entries but the schedule has %d stages", p->nstage_layers, n);
+		for (int i = 0; i < n; i++) sum += p->stage_layers[i];
+		if (sum != m->layers)
+			return errf(err, "plan: stage_layers sum to %d, not num_hidden_layers (%d)", sum, m->layers);
+		if (p->recompute_layers > 0 && p->recompute_layers > m->layers)
+			return errf(err, "plan: recompute_layers (%d) exceeds num_hidden_layers (%d)", p->recompute_layers, m->layers);
+	}
+	if (p->pp == 1 && p->schedule != SCHED_NONE)
+		return errf(err, "plan: schedule %s needs pp > 1", schedule_name(p->schedule));
+	if (p->schedule == SCHED_INTERLEAVED) {
+		if (p->vpp < 2) return errf(err, "plan: interleaved schedule needs vpp >= 2");
+		if (mb % p->pp)
+			return errf(err, "plan: interleaved schedule needs micro-batches (%d) to be a multiple of pp (%d)", mb, p->pp);
+	} else if (p->vpp != 1) {
+		return errf(err, "plan: vpp (%d) > 1 needs the interleaved schedule, not %s", p->vpp, schedule_name(p->schedule));
+	}
+	if (p->schedule == SCHED_DUALPIPE || p->schedule == SCHED_DUALPIPEV) {
+		if (p->schedule == SCHED_DUALPIPE && p->pp % 2)
+			return errf(err, "plan: dualpipe needs an even pp (%d)", p->pp);
+		if (mb % 2)
+			return errf(err, "plan: %s needs an even number of micro-batches (%d)", schedule_name(p->schedule), mb);
+		int need = p->schedule == SCHED_DUALPIPE ? 2 * p->pp : 2 * p->pp;
+		if (mb < need)
+			return errf(err, "plan: %s needs at least %d micro-batches (2*pp), got %d", schedule_name(p->schedule), need, mb);
+	}
+	if (p->schedule == SCHED_ZBV && mb < p->pp)
+		return errf(err, "plan: zb-v needs at least pp (%d) micro-batches, got %d", p->pp, mb);
+	if (h && p->precision == PREC_FP8 && h->peak_fp8_flops <= 0)
+		return errf(err, "plan: precision fp8 is not supported by gpu %s", h->name);
+	return 0;
+}

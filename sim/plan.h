@@ -1,0 +1,94 @@
+/* plan — everything about *how* a model is trained: degrees, sharding, recompute, batch,
+ * pipeline schedule, rank order, precision, overlap switches. One struct, one parser (CLI flags
+ * and JSON use the same keys, see plan_keys), one validator. The simulator, tuner, runtime and
+ * database all use these; nothing else parses a plan.
+ *
+ * Invariant: after plan_resolve() + plan_validate() succeed, gpus == dp*tp*pp*cp,
+ * gbs % (dp*mbs) == 0, and stage_layers[0..pp*vpp_chunks) sums to the model's layers
+ * (one entry per pipeline *stage*, i.e. per model chunk in pipeline order). */
+#ifndef SCALEPLAN_PLAN_H
+#define SCALEPLAN_PLAN_H
+
+#include <stdio.h>
+
+struct model;
+struct hw;
+
+enum schedule {
+	SCHED_NONE, SCHED_AFAB, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZBH1, SCHED_ZBH2,
+	SCHED_ZBV, SCHED_DUALPIPE, SCHED_DUALPIPEV, SCHED_COUNT
+};
+enum recompute { RC_NONE, RC_SELECTIVE, RC_FULL };
+enum precision { PREC_BF16, PREC_FP8, PREC_FP32 };
+
+#define PLAN_MAX_STAGES 512
+#define PLAN_NAME_LEN 256
+
+struct plan {
+	char model[PLAN_NAME_LEN];   /* profile name or config.json path (may be empty) */
+	char gpu[PLAN_NAME_LEN];     /* profile name or path (may be empty) */
+	int gpus;                    /* world size; 0 = derive from the degrees */
+	int gpus_per_node;           /* 0 = the hardware profile's */
+	int dp, tp, pp, cp, ep;      /* dp 0 = derive from gpus */
+	int vpp;                     /* model chunks per pipeline rank (interleaved) */
+	int sp;                      /* sequence parallelism inside TP */
+	int zero;                    /* 0..3 */
+	enum recompute recompute;
+	int recompute_layers;        /* full recompute of only this many layers per stage; -1 = all */
+	int mbs;                     /* micro-batch, sequences */
+	int gbs;                     /* global batch, sequences; 0 = dp*mbs */
+	int seq;                     /* tokens per sequence */
+	enum schedule schedule;
+	char order[32];              /* rank order, innermost first, e.g. "tp-cp-dp-pp" */
+	enum precision precision;
+	int fp32_grads;              /* fp32 gradient accumulation buffer (Megatron main grads) */
+	int overlap_grad_reduce;     /* DP/ZeRO gradient reduction overlapped with backward */
+	int overlap_param_gather;    /* ZeRO param all-gather overlapped with forward */
+	int overlap_tp_comm;         /* TP/SP collectives overlapped with GEMMs */
+	int nstage_layers;           /* 0 = balanced default split */
+	int stage_layers[PLAN_MAX_STAGES];
+};
+
+/* Defaults: all degrees 1, dp derived, zero 0, recompute none, mbs 1, seq 4096, bf16,
+ * order tp-cp-dp-pp, overlaps on, schedule 1f1b (none when pp == 1). */
+void plan_defaults(struct plan *p);
+
+/* Sets one key from text: plan_set(p, "tp", "8"). Booleans take 1/0/true/false/on/off.
+ * Returns 0, or -1 with err naming the key and rule. Unknown keys are errors. */
+int plan_set(struct plan *p, const char *key, const char *val, char *err);
+
+/* Applies a JSON object with the same keys (numbers, strings or booleans). Unknown keys are
+ * errors. "stage_layers" is an array of integers. */
+int plan_from_json(const char *text, struct plan *p, char *err);
+
+/* Writes the plan as one JSON object (no trailing newline). */
+void plan_write_json(const struct plan *p, FILE *f);
+/* The same into a malloc'd string. */
+char *plan_to_json(const struct plan *p);
+
+/* Derives unset values (dp, gpus, gbs, schedule none for pp 1, stage split) using the model
+ * and cluster. Fails with a message when the degrees cannot be resolved (gpus not divisible). */
+int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char *err);
+
+/* Every divisibility and range rule; the message names the rule, e.g.
+ * "plan: tp (16) does not divide num_attention_heads (40)". */
+int plan_validate(const struct plan *p, const struct model *m, const struct hw *h, char *err);
+
+/* Micro-batches per pipeline per step: gbs / (dp * mbs). */
+static inline int plan_microbatches(const struct plan *p) { return p->gbs / (p->dp * p->mbs); }
+/* Model chunks per pipeline rank for the schedule: vpp for interleaved, 2 for zb-v, dualpipe
+ * and dualpipev, else 1. */
+int plan_chunks(const struct plan *p);
+/* Number of pipeline stages (model pieces in pipeline order): pp * chunks, except dualpipe
+ * whose two chunks per rank are two copies of pp stages (so pp stages). */
+int plan_stages(const struct plan *p);
+
+const char *schedule_name(enum schedule s);
+int schedule_from_name(const char *name, enum schedule *s);
+const char *recompute_name(enum recompute r);
+const char *precision_name(enum precision pr);
+
+/* Help text listing every plan key, for the CLI verbs' --help. */
+void plan_print_flags_help(FILE *f);
+
+#endif

@@ -1,0 +1,29 @@
+/* util — small helpers shared by every module: error messages into caller-owned buffers,
+ * whole-file reading, number parsing with range checks. Library code never prints or exits;
+ * it returns -1 and fills `err` (ERR_LEN bytes is always enough). */
+#ifndef SCALEPLAN_UTIL_H
+#define SCALEPLAN_UTIL_H
+
+#include <stddef.h>
+
+#define ERR_LEN 256
+
+/* printf into err (which may be NULL); always returns -1 so callers can `return errf(...)`. */
+int errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer; NULL and err on failure.
+ * Files over max_bytes are refused (no input can make us allocate without bound). */
+char *read_file(const char *path, size_t max_bytes, char *err);
+
+/* Strict parsers: the whole string must be a number in [lo, hi]. Return 0 or -1 with err
+ * naming `field`. */
+int parse_int(const char *s, const char *field, long lo, long hi, long *out, char *err);
+int parse_double(const char *s, const char *field, double lo, double hi, double *out, char *err);
+
+/* "4M" -> 4194304 (K, M, G, T are powers of two); plain integers too. */
+int parse_size_suffix(const char *s, const char *field, double *out, char *err);
+
+/* Monotonic clock in seconds. */
+double now_s(void);
+
+#endif

@@ -1,0 +1,130 @@
+/* Plan parser/validator messages and rank-layout invariants. */
+#include <stdlib.h>
+#include <string.h>
+#include "sim/layout.h"
+#include "sim/model.h"
+#include "sim/plan.h"
+#include "sim/util.h"
+#include "tests/test.h"
+
+static int set_all(struct plan *p, const char *const *kv)
+{
+	char err[ERR_LEN];
+	for (; kv[0]; kv += 2)
+		if (plan_set(p, kv[0], kv[1], err)) return -1;
+	return 0;
+}
+
+static void check_rejects(const struct model *m, const char *const *kv, const char *want)
+{
+	struct plan p;
+	char err[ERR_LEN] = "";
+	plan_defaults(&p);
+	set_all(&p, kv);
+	int rc = plan_resolve(&p, m, NULL, err);
+	if (!rc) rc = plan_validate(&p, m, NULL, err);
+	CHECK(rc != 0 && strstr(err, want), "expected error containing '%s', got rc %d '%s'", want, rc, err);
+}
+
+static void test_validator(void)
+{
+	struct model m;
+	char err[ERR_LEN];
+	CHECK(model_load("llama-3-70b", &m, err) == 0, "load llama-3-70b: %s", err);
+	/* 40 heads: a model where tp 16 does not divide the head count */
+	struct model m40 = m;
+	m40.heads = 40;
+	m40.kv_heads = 8;
+	check_rejects(&m40, (const char *const[]){"gpus", "16", "tp", "16", NULL},
+		      "tp (16) does not divide num_attention_heads (40)");
+	check_rejects(&m, (const char *const[]){"gpus", "24", "tp", "16", NULL}, "does not divide gpus (24)");
+	check_rejects(&m, (const char *const[]){"gpus", "8", "mbs", "3", "gbs", "16", NULL}, "dp*mbs (24) does not divide gbs (16)");
+	check_rejects(&m, (const char *const[]){"gpus", "8", "pp", "4", "vpp", "3", "schedule", "zb-h1", "gbs", "16", NULL}, "vpp (3) > 1 needs the interleaved schedule");
+	check_rejects(&m, (const char *const[]){"gpus", "6", "pp", "3", "schedule", "dualpipe", "gbs", "12", NULL}, "dualpipe needs an even pp (3)");
+	check_rejects(&m, (const char *const[]){"gpus", "8", "ep", "2", NULL}, "ep (2) must be 1 for a dense model");
+	check_rejects(&m, (const char *const[]){"gpus", "8", "cp", "8", "seq", "100", NULL}, "2*cp (16) does not divide seq (100)");
+	struct plan p;
+	plan_defaults(&p);
+	CHECK(plan_set(&p, "tp", "-1", err) && strstr(err, "tp"), "negative tp rejected: %s", err);
+	CHECK(plan_set(&p, "schedule", "zigzag", err) && strstr(err, "unknown schedule"), "bad schedule: %s", err);
+	CHECK(plan_set(&p, "frobnicate", "1", err) && strstr(err, "unknown key 'frobnicate'"), "unknown key: %s", err);
+	CHECK(plan_from_json("{\"tp\": 8,", &p, err) && strstr(err, "malformed JSON"), "malformed json: %s", err);
+	CHECK(plan_from_json("{\"tp\": 2.5}", &p, err) && strstr(err, "not an integer"), "fractional tp: %s", err);
+	CHECK(plan_from_json("{\"tp\": 4, \"sp\": true, \"schedule\": \"zb-h1\"}", &p, err) == 0 && p.tp == 4 && p.sp == 1 && p.schedule == SCHED_ZBH1, "json plan: %s", err);
+	/* round trip */
+	char *js = plan_to_json(&p);
+	struct plan q;
+	plan_defaults(&q);
+	CHECK(plan_from_json(js, &q, err) == 0 && memcmp(&p, &q, sizeof(p)) == 0, "plan JSON round trip: %s", err);
+	free(js);
+}
+
+/* groups of each kind partition the ranks; member i has coordinate i; TP contiguous */
+static void check_layout(int tp, int cp, int dp, int pp, int ep, const char *order, int gpn)
+{
+	struct plan p;
+	struct layout l;
+	char err[ERR_LEN];
+	plan_defaults(&p);
+	p.tp = tp; p.cp = cp; p.dp = dp; p.pp = pp; p.ep = ep; p.gpus_per_node = gpn;
+	strcpy(p.order, order);
+	CHECK(layout_init(&l, &p, err) == 0, "layout_init: %s", err);
+	int world = tp * cp * dp * pp;
+	int ranks[4096];
+	for (int g = 0; g < GROUP_COUNT; g++) {
+		int seen[4096] = {0}, bad = 0;
+		for (int r = 0; r < world; r++) {
+			int n = layout_group(&l, (enum group_kind)g, r, ranks, 4096);
+			if (n != layout_group_size(&l, (enum group_kind)g)) { bad++; continue; }
+			int idx = layout_group_index(&l, (enum group_kind)g, r);
+			if (ranks[idx] != r) bad++;
+			for (int i = 0; i < n; i++) {
+				if (ranks[i] < 0 || ranks[i] >= world) { bad++; continue; }
+				if (layout_group_index(&l, (enum group_kind)g, ranks[i]) != i) bad++;
+			}
+			if (idx == 0) for (int i = 0; i < n; i++) seen[ranks[i]]++;
+		}
+		for (int r = 0; r < world; r++) if (seen[r] != 1) bad++;
+		CHECK(bad == 0, "layout %d/%d/%d/%d ep%d %s: group %s does not partition the ranks (%d errors)",
+		      tp, cp, dp, pp, ep, order, group_name((enum group_kind)g), bad);
+	}
+	if (!strncmp(order, "tp", 2)) {
+		int contiguous = 1;
+		for (int r = 0; r < world; r++) {
+			layout_group(&l, GROUP_TP, r, ranks, 4096);
+			for (int i = 0; i < tp; i++) if (ranks[i] != ranks[0] + i) contiguous = 0;
+		}
+		CHECK(contiguous, "TP groups contiguous with tp innermost");
+	}
+}
+
+static void test_layout(void)
+{
+	check_layout(8, 1, 8, 8, 1, "tp-cp-dp-pp", 8);
+	check_layout(2, 2, 2, 2, 2, "tp-cp-dp-pp", 8);
+	check_layout(4, 2, 4, 2, 4, "tp-dp-cp-pp", 8);
+	check_layout(2, 1, 6, 3, 3, "pp-dp-tp-cp", 4);
+	/* node crossings: 512 GPUs, tp8 inner on 8-GPU nodes -> TP stays in one node; DP of 8
+	 * with stride 8 spans 8 nodes; PP stride 64 spans 8 nodes */
+	struct plan p;
+	struct layout l;
+	char err[ERR_LEN];
+	plan_defaults(&p);
+	p.tp = 8; p.dp = 8; p.pp = 8; p.gpus_per_node = 8;
+	layout_init(&l, &p, err);
+	CHECK(layout_group_nodes(&l, GROUP_TP, 77) == 1, "tp group inside one node");
+	CHECK(layout_group_nodes(&l, GROUP_DP, 77) == 8, "dp group spans 8 nodes");
+	CHECK(layout_group_nodes(&l, GROUP_PP, 77) == 8, "pp group spans 8 nodes");
+	/* tp 2 inner, dp 4 next on 8-GPU nodes: DP group (stride 2, 4 members) fits one node */
+	p.tp = 2; p.dp = 4; p.pp = 2;
+	layout_init(&l, &p, err);
+	CHECK(layout_group_nodes(&l, GROUP_DP, 3) == 1, "dp group inside one node");
+	CHECK(layout_group_nodes(&l, GROUP_PP, 3) == 2, "pp group spans 2 nodes");
+}
+
+int main(void)
+{
+	test_validator();
+	test_layout();
+	return test_summary("test_plan");
+}
