@@ -1,0 +1,7 @@
+/* bench — one line per figure: "bench <name> <value> <unit>". Each module adds a function here
+ * and a call in bench/bench.c. */
+#ifndef SCALEPLAN_BENCH_H
+#define SCALEPLAN_BENCH_H
+#include <stdio.h>
+#define BENCH_LINE(name, value, unit) printf("bench %s %.6g %s\n", name, (double)(value), unit)
+#endif

@@ -1,0 +1,65 @@
+/* estimate — the analytical model: memory and time of one plan, per kind of rank (pipeline
+ * stages differ: the first holds the embedding, the last the LM head and loss). Pure function
+ * of (model, hw, plan); no allocation, so the tuner can call it ~1e6 times a second.
+ *
+ * Units: bytes, seconds, FLOP. Memory is per GPU; times are per optimizer step unless named
+ * per micro-batch (t_f, t_b, t_w: one micro-batch through one pipeline stage of this kind,
+ * communication inside the op included — what the event engine consumes).
+ *
+ * Invariant: step_time_s is the maximum over rank kinds of their step_s, and peak_mem_bytes
+ * the maximum of their peak_bytes; fits == (peak_mem_bytes <= capacity_bytes). */
+#ifndef SCALEPLAN_ESTIMATE_H
+#define SCALEPLAN_ESTIMATE_H
+
+#include <stdio.h>
+
+struct model;
+struct hw;
+struct plan;
+
+#define EST_MAX_KINDS 8
+
+struct rank_est {
+	char label[32];          /* "first stage", "middle stages", "last stage", "stage 3", "all" */
+	int stage;               /* a pipeline rank of this kind (0-based) */
+	int ranks;               /* GPUs of this kind */
+	int layers;              /* transformer layers held (all chunks) */
+	/* memory, bytes per GPU */
+	double params;           /* parameters held before ZeRO sharding */
+	double weights_bytes, grads_bytes, optim_bytes;
+	double act_bytes;        /* activations at the peak, all micro-batches in flight */
+	double act_per_mb_bytes; /* activations of one micro-batch through this rank's layers */
+	double act_inflight;     /* micro-batches (stage-equivalents) in flight at the peak */
+	double logits_bytes;     /* fp32 logits / loss buffers (last stage) */
+	double buffers_bytes;    /* ZeRO-3 gather, DP buckets, CP/EP/TP comm buffers */
+	double overhead_bytes;   /* CUDA context, allocator reserve, fragmentation */
+	double peak_bytes;
+	/* time per step, seconds (compute_s includes recompute_s) */
+	double compute_s, recompute_s;
+	double tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s; /* exposed parts */
+	double dp_comm_s, dp_exposed_s;                    /* total and exposed */
+	double bubble_s, optimizer_s, overhead_s, step_s;
+	/* per micro-batch, one stage (the event engine's op durations) */
+	double t_f, t_b, t_w, t_p2p;
+};
+
+struct estimate {
+	int m;                    /* micro-batches per pipeline per step */
+	int nkinds;
+	struct rank_est kind[EST_MAX_KINDS];
+	double step_time_s, tokens_per_step, tokens_per_s, tokens_per_s_per_gpu;
+	double model_flops_per_step, hw_flops_per_step, mfu, hfu;
+	double peak_mem_bytes, capacity_bytes;
+	int fits;
+	double bubble_fraction;   /* Megatron convention: bubble / ideal compute, worst rank */
+	double exposed_comm_s;    /* worst rank, all dimensions */
+	int worst_kind;           /* index of the rank kind that sets the step time */
+};
+
+int estimate_plan(const struct model *m, const struct hw *h, const struct plan *p,
+		  struct estimate *e, char *err);
+
+void estimate_print(const struct estimate *e, const struct plan *p, FILE *f);
+void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f);
+
+#endif
