@@ -1,7 +1,10 @@
 /* bench — one line per figure: "bench <name> <value> <unit>". Each module adds a function here
- * and a call in bench/bench.c. */
+ * and an entry in bench/bench.c's table. */
 #ifndef SCALEPLAN_BENCH_H
 #define SCALEPLAN_BENCH_H
 #include <stdio.h>
 #define BENCH_LINE(name, value, unit) printf("bench %s %.6g %s\n", name, (double)(value), unit)
+
+void bench_estimate(void);   /* bench/bench_estimate.c */
+
 #endif

@@ -1,0 +1,20 @@
+/* bench — `make bench`: every benchmark, one line per figure ("bench <name> <value> <unit>").
+ * Timing lives here, never in tests. Each module's benchmark is a function declared in
+ * bench/bench.h; add it to the table below. */
+#include <string.h>
+#include "bench/bench.h"
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+} benches[] = {
+	{"estimate", bench_estimate},
+};
+
+int main(int argc, char **argv)
+{
+	for (size_t i = 0; i < sizeof(benches) / sizeof(benches[0]); i++)
+		if (argc < 2 || !strcmp(argv[1], benches[i].name))
+			benches[i].run();
+	return 0;
+}
