@@ -293,19 +293,23 @@ static void eng_free(struct eng *e)
 	free(e->rs);
 }
 
+/* Names the stuck rank that got least far: usually the one whose own order is wrong. */
 static int deadlock(const struct eng *e, char *err)
 {
 	const struct sched *s = e->s;
+	int worst = -1, stuck = 0;
 	for (int r = 0; r < s->pp; r++) {
 		const struct rank_state *st = &e->rs[r];
-		if (st->pos < st->end) {
-			const struct sched_op *op = &s->ops[st->pos];
-			return errf(err, "%s: deadlock: rank %d cannot start op %zu (%s mb %d chunk %d dir %d)",
-				    schedule_name(s->type), r, st->pos - s->off[r],
-				    op_kind_name((enum op_kind)op->kind), op->mb, op->chunk, op->dir);
-		}
+		if (st->pos >= st->end) continue;
+		stuck++;
+		if (worst < 0 || st->pos - s->off[r] < e->rs[worst].pos - s->off[worst]) worst = r;
 	}
-	return 0;
+	if (worst < 0) return 0;
+	size_t i = e->rs[worst].pos;
+	const struct sched_op *op = &s->ops[i];
+	return errf(err, "%s: deadlock: %d rank(s) stuck; rank %d cannot start op %zu (%s mb %d chunk %d dir %d)",
+		    schedule_name(s->type), stuck, worst, i - s->off[worst],
+		    op_kind_name((enum op_kind)op->kind), op->mb, op->chunk, op->dir);
 }
 
 static void optimizer_step(struct eng *e, int r)
