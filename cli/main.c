@@ -6,6 +6,7 @@
 
 static const struct verb verbs[] = {
 	{"sim", cmd_sim, "simulate one plan: memory and time per rank kind"},
+	{"validate", cmd_validate, "predict measured runs from a TSV file and report the error"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 
