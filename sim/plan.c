@@ -78,6 +78,7 @@ void plan_defaults(struct plan *p)
 	strcpy(p->order, "tp-cp-dp-pp");
 	p->precision = PREC_BF16;
 	p->overlap_grad_reduce = p->overlap_param_gather = 1;
+	p->fp32_grads = 1;
 }
 
 static const struct plan_key *find_key(const char *key)
