@@ -379,8 +379,9 @@ static void test_allreduce_example(void)
 	double t = coll_time(&h, COLL_ALLREDUCE, 1e9, 8, 1);
 	CHECK_ABS(t * 1e3, 17.5, 0.05, "TV-N1 1 GB all-reduce on 8 ranks, ms");
 	CHECK_ABS(1e9 / t / 1e9, 57.1, 0.05, "TV-N1 algbw GB/s");
-	/* the same bandwidth across nodes gives the same time */
-	CHECK_ABS(coll_time(&h, COLL_ALLREDUCE, 1e9, 8, 2) * 1e3, 17.5, 0.05, "TV-N1 across nodes, ms");
+	/* one GPU per node: the ring runs over the NICs alone, so the same bus bandwidth gives
+	 * the same time */
+	CHECK_ABS(coll_time(&h, COLL_ALLREDUCE, 1e9, 8, 8) * 1e3, 17.5, 0.05, "TV-N1 one rank per node, ms");
 }
 
 /* ------------------------------------------------------- Megatron code constants, Playbook */
