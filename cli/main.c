@@ -6,6 +6,7 @@
 
 static const struct verb verbs[] = {
 	{"sim", cmd_sim, "simulate one plan: memory and time per rank kind"},
+	{"pipeline", cmd_pipeline, "simulate one pipeline schedule: bubbles, activations, diagram, trace"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 

@@ -246,6 +246,12 @@ static int check_output(const char *path, int *svg, char *err)
 	return 0;
 }
 
+int plot_format(const char *path, char *err)
+{
+	int svg = 0;
+	return check_output(path, &svg, err) ? -1 : svg;
+}
+
 static void chart_scale(struct chart *c, const struct timeline *tl, int width)
 {
 	c->t0 = 0;

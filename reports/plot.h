@@ -27,6 +27,10 @@ struct plot_bubble_opts {
 int plot_bubble(const struct timeline *tl, const char *path, const struct plot_bubble_opts *o,
 		char *err);
 
+/* 0 for a .png path, 1 for .svg; -1 with err for anything else (or a path gnuplot cannot
+ * quote). Lets a caller reject a bad name before doing any work. */
+int plot_format(const char *path, char *err);
+
 /* Which rows a chart of nranks shows: fills rows[] (ascending ranks) and returns the count. */
 int plot_pick_rows(int nranks, int max_rows, int sample_rows, int *rows);
 
