@@ -13,13 +13,17 @@
 #include "reports/plot.h"
 #include "sim/util.h"
 
-enum cat { CAT_F, CAT_B, CAT_W, CAT_BW, CAT_COMM, CAT_OPT, CAT_COUNT };
+/* odd model chunks (interleaved, V schedules) and DualPipe's reverse direction get a lighter
+ * shade of their kind's colour, as the published diagrams do [PB PP figures; DP-README] */
+enum cat { CAT_F, CAT_B, CAT_W, CAT_BW, CAT_F1, CAT_B1, CAT_W1, CAT_BW1, CAT_COMM, CAT_OPT, CAT_COUNT };
 
-static const char *const cat_file[CAT_COUNT] = {"f.dat", "b.dat", "w.dat", "bw.dat", "comm.dat", "opt.dat"};
-static const char *const cat_title[CAT_COUNT] = {"F (forward)", "B (input grad)", "W (weight grad)",
-						 "B+W (fused backward)", "communication", "optimizer"};
-static const char *const cat_color[CAT_COUNT] = {"#4C72B0", "#DD8452", "#55A868", "#C44E52",
-						 "#8172B3", "#937860"};
+static const char *const cat_file[CAT_COUNT] = {"f.dat", "b.dat", "w.dat", "bw.dat", "f1.dat", "b1.dat",
+						"w1.dat", "bw1.dat", "comm.dat", "opt.dat"};
+static const char *const cat_title[CAT_COUNT] = {
+	"F (forward)", "B (input grad)", "W (weight grad)", "B+W (fused backward)", "F, odd chunk",
+	"B, odd chunk", "W, odd chunk", "B+W, odd chunk", "communication", "optimizer"};
+static const char *const cat_color[CAT_COUNT] = {"#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8FAADC",
+						 "#F2B48A", "#95D0A5", "#E3999B", "#8172B3", "#937860"};
 
 struct box {
 	double x0, x1, y0, y1;
@@ -54,13 +58,14 @@ int plot_pick_rows(int nranks, int max_rows, int sample_rows, int *rows)
 	return n;
 }
 
-static enum cat category(const struct tl_event *e)
+static int category(const struct tl_event *e)
 {
+	int odd = (e->chunk % 2) ? CAT_F1 - CAT_F : 0;
 	switch (e->kind) {
-	case TL_F: return CAT_F;
-	case TL_B: return CAT_B;
-	case TL_W: return CAT_W;
-	case TL_BW: return CAT_BW;
+	case TL_F: return CAT_F + odd;
+	case TL_B: return CAT_B + odd;
+	case TL_W: return CAT_W + odd;
+	case TL_BW: return CAT_BW + odd;
 	case TL_OPT: return CAT_OPT;
 	default: return CAT_COMM;
 	}
@@ -112,7 +117,10 @@ static void add_event(struct chart *c, const struct tl_event *e)
 	flush_box(c, cat, b);
 	*b = (struct box){e->start, e->end, y0, y1, 1};
 	if (text[0]) {
-		fprintf(c->labels, "%.9g %.9g %s\n", (e->start + e->end) / 2, (y0 + y1) / 2, text);
+		/* white on the dark shades, near-black on the light ones (rgb as an integer) */
+		int dark = cat < CAT_F1 || cat >= CAT_COMM;
+		fprintf(c->labels, "%.9g %.9g %s %d\n", (e->start + e->end) / 2, (y0 + y1) / 2, text,
+			dark ? 0xFFFFFF : 0x202020);
 		c->nlabels++;
 	}
 }
@@ -202,7 +210,7 @@ static void write_script(FILE *f, const struct chart *c, const char *out, int sv
 			fprintf(f, ", \\\n  '%s/%s' using 1:2:3:4:5:6 with boxxyerror fc rgb \"%s\" title \"%s\"",
 				c->dir, cat_file[k], cat_color[k], cat_title[k]);
 	if (c->nlabels)
-		fprintf(f, ", \\\n  '%s/labels.dat' using 1:2:3 with labels font \",8\" tc rgb \"white\" notitle",
+		fprintf(f, ", \\\n  '%s/labels.dat' using 1:2:3:4 with labels font \",8\" tc rgb variable notitle",
 			c->dir);
 	fputs("\n", f);
 }
