@@ -9,6 +9,7 @@ static const struct verb verbs[] = {
 	{"validate", cmd_validate, "predict measured runs from a TSV file and report the error"},
 	{"export", cmd_export, "print a plan as Megatron-LM, nanotron, torchtitan or DeepSpeed settings"},
 	{"db", cmd_db, "list, show, diff and export recorded tunes (SQLite store)"},
+	{"pipeline", cmd_pipeline, "simulate one pipeline schedule: bubbles, activations, diagram, trace"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 
