@@ -11,6 +11,7 @@ struct dp {
 	int nb;
 	struct dp_bucket *b;
 	size_t *left;               /* per bucket: elements not yet marked ready */
+	unsigned char *marked;      /* one bit per parameter: marked ready in this reduction */
 	struct comm_req **req;      /* per bucket: in-flight collective */
 	float *scratch;             /* accumulate mode: reduce-scatter lands here first */
 	/* one reduction */
@@ -49,7 +50,8 @@ int dp_create(struct comm *group, size_t nparams, const struct dp_cfg *cfg, stru
 	d->b = calloc((size_t)d->nb, sizeof(*d->b));
 	d->left = calloc((size_t)d->nb, sizeof(*d->left));
 	d->req = calloc((size_t)d->nb, sizeof(*d->req));
-	if (!d->b || !d->left || !d->req) {
+	d->marked = calloc(nparams / 8 + 1, 1);
+	if (!d->b || !d->left || !d->req || !d->marked) {
 		dp_destroy(d);
 		return errf(err, "dp: out of memory for %d buckets", d->nb);
 	}
@@ -75,6 +77,7 @@ void dp_destroy(struct dp *d)
 	for (int i = 0; d->req && i < d->nb; i++) comm_wait(d->req[i], NULL);
 	free(d->b);
 	free(d->left);
+	free(d->marked);
 	free(d->req);
 	free(d->scratch);
 	free(d);
@@ -92,6 +95,7 @@ int dp_begin(struct dp *d, float *grads, float *shard, int accumulate, char *err
 	d->shard = shard;
 	d->accumulate = accumulate && d->cfg.reduce_scatter;
 	for (int i = 0; i < d->nb; i++) d->left[i] = d->b[i].len;
+	memset(d->marked, 0, d->nparams / 8 + 1);
 	/* padding counts as ready: nobody marks it */
 	memset(grads + d->nparams, 0, (d->padded - d->nparams) * sizeof(float));
 	d->left[d->nb - 1] -= d->padded - d->nparams;
@@ -131,13 +135,14 @@ int dp_grad_ready(struct dp *d, size_t off, size_t count, char *err)
 	if (off > d->nparams || count > d->nparams - off)
 		return errf(err, "dp: ready range [%zu, %zu) outside the %zu parameters", off, off + count,
 			    d->nparams);
+	for (size_t i = off; i < off + count; i++)
+		if (d->marked[i >> 3] & (1u << (i & 7)))
+			return errf(err, "dp: gradient %zu marked ready twice", i);
+	for (size_t i = off; i < off + count; i++) d->marked[i >> 3] |= (unsigned char)(1u << (i & 7));
 	while (count) {
 		/* buckets are equal-sized except the last, so the bucket index is a division */
 		int i = (int)(off / d->b[0].len);
 		size_t end = d->b[i].off + d->b[i].len, k = end - off < count ? end - off : count;
-		if (k > d->left[i])
-			return errf(err, "dp: gradients of bucket %d (params [%zu, %zu)) marked ready twice",
-				    i, d->b[i].off, end);
 		d->left[i] -= k;
 		off += k;
 		count -= k;
