@@ -7,6 +7,9 @@
 static const struct verb verbs[] = {
 	{"sim", cmd_sim, "simulate one plan: memory and time per rank kind"},
 	{"pipeline", cmd_pipeline, "simulate one pipeline schedule: bubbles, activations, diagram, trace"},
+	{"validate", cmd_validate, "predict measured runs from a TSV file and report the error"},
+	{"export", cmd_export, "print a plan as Megatron-LM, nanotron, torchtitan or DeepSpeed settings"},
+	{"db", cmd_db, "list, show, diff and export recorded tunes (SQLite store)"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 

@@ -77,7 +77,8 @@ void plan_defaults(struct plan *p)
 	p->schedule = SCHED_1F1B;
 	strcpy(p->order, "tp-cp-dp-pp");
 	p->precision = PREC_BF16;
-	p->overlap_grad_reduce = p->overlap_param_gather = 1;
+	p->overlap_grad_reduce = p->overlap_param_gather = 0; /* Megatron defaults: opt-in flags */
+	p->fp32_grads = 1;
 }
 
 static const struct plan_key *find_key(const char *key)
