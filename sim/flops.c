@@ -62,27 +62,20 @@ static double final_norm(const struct model *m)
 	return m->norm == NORM_LAYER ? 2.0 * m->hidden : m->hidden;
 }
 
-double model_params_total(const struct model *m)
+/* embeddings, head and final norm plus every block's total (or active) parameters */
+static double params_sum(const struct model *m, int active)
 {
 	double p = embedding_params(m) + head_params(m) + final_norm(m);
 	struct layer_params lp;
 	for (int i = 0; i < m->layers; i++) {
 		layer_params(m, i, &lp);
-		p += lp.total;
+		p += active ? lp.active : lp.total;
 	}
 	return p;
 }
 
-double model_params_active(const struct model *m)
-{
-	double p = embedding_params(m) + head_params(m) + final_norm(m);
-	struct layer_params lp;
-	for (int i = 0; i < m->layers; i++) {
-		layer_params(m, i, &lp);
-		p += lp.active;
-	}
-	return p;
-}
+double model_params_total(const struct model *m) { return params_sum(m, 0); }
+double model_params_active(const struct model *m) { return params_sum(m, 1); }
 
 double layer_matmul_flops_fwd(const struct model *m, int i)
 {
