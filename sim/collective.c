@@ -21,21 +21,19 @@ double coll_time(const struct hw *h, enum coll c, double bytes, int n, int nodes
 {
 	if (n <= 1 || bytes <= 0)
 		return 0;
-	int cross = nodes > 1;
-	double bw = (cross ? h->inter_bw_bps : h->intra_bw_bps) * h->comm_eff;
-	double alpha = cross ? h->inter_lat_s : h->intra_lat_s;
-	if (c == COLL_ALLTOALL && cross) {
-		/* all-to-all across nodes: the (nodes-1)/nodes share that leaves a node goes through
-		 * the NIC, the rest over NVLink */
-		double out = (double)(nodes - 1) / nodes;
-		double t = bytes * (n - 1) / n * (out / (h->inter_bw_bps * h->comm_eff) +
-						  (1 - out) / (h->intra_bw_bps * h->comm_eff));
-		return t + (n - 1) * alpha;
-	}
-	double phases = c == COLL_ALLREDUCE ? 2 : 1;
-	double ring = (n - 1) * alpha * phases;
-	double tree = 2 * log2((double)n) * alpha * phases;
+	double intra = h->intra_bw_bps * h->comm_eff, inter = h->inter_bw_bps * h->comm_eff;
+	double f = coll_busbw_factor(c, n);
 	if (c == COLL_SENDRECV)
-		ring = tree = alpha;
-	return bytes * coll_busbw_factor(c, n) / bw + (ring < tree ? ring : tree);
+		return h->inter_lat_s * (nodes > 1) + h->intra_lat_s * (nodes <= 1) + bytes / (nodes > 1 ? inter : intra);
+	if (nodes <= 1)
+		return h->intra_lat_s + bytes * f / intra;
+	/* Across k nodes a hierarchical (2D) algorithm moves the bus traffic over NVLink and only
+	 * the (k−1)/(n−1) share of it over each GPU's NIC [NCCL24; ecosystem.md §1.2: per-GPU NIC
+	 * rate = busbw·(k−1)/(n−1)]; the two phases run one after the other. With one GPU per node
+	 * this is the plain ring over the NICs. */
+	double k = nodes, share = (k - 1) / (n - 1);
+	double t = bytes * f * (share / inter + (n > k ? 1 / intra : 0));
+	if (c == COLL_ALLTOALL) /* no reduction tree: every byte for another node crosses a NIC */
+		t = bytes * f * ((k - 1) / k / inter + 1 / k / intra);
+	return h->inter_lat_s + t;
 }

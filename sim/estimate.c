@@ -273,7 +273,8 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		w->tp_s /= 2; w->cp_s /= 2; w->ep_s /= 2; w->rc_s /= 2;
 		w->flops_model /= 2; w->flops_hw /= 2;
 	}
-	double t = p->tp, T = c->T, H = m->hidden, V = m->vocab, E = c->act_bytes;
+	double t = p->tp, T = c->T, H = m->hidden, E = c->act_bytes;
+	double V = ceil(m->vocab / (128.0 * t)) * 128.0 * t; /* padded vocabulary [MCODE] */
 	if (w->has_embed) {
 		w->params += embedding_params(m) / t;
 		w->params_dense += embedding_params(m) / t;
@@ -435,15 +436,15 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	} else if (p->zero == 2) {
 		/* gradients reduce-scattered every micro-batch [ZERO §5.2], params gathered once */
 		*total = c->mb * t_red + t_ag;
-		double per = p->overlap_grad_reduce ? fmax(tail, t_red - 0.9 * bwd_mb) : t_red;
+		double per = fmax(tail, t_red - 0.9 * bwd_mb); /* FSDP overlaps by construction */
 		*exposed = c->mb * per + (p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag);
 	} else {
 		/* ZeRO-3: all-gather before forward and again before backward, reduce-scatter
 		 * after, every micro-batch; prefetch hides what compute covers [PB ZeRO-3] */
 		*total = c->mb * (2 * t_ag + t_red);
 		double first = t_ag / fmax(1, w->layers);
-		double ef = p->overlap_param_gather ? fmax(first, t_ag - 0.9 * fwd_mb) : t_ag;
-		double eb = p->overlap_grad_reduce ? fmax(first, t_ag + t_red - 0.9 * bwd_mb) : t_ag + t_red;
+		double ef = fmax(first, t_ag - 0.9 * fwd_mb);
+		double eb = fmax(first, t_ag + t_red - 0.9 * bwd_mb);
 		*exposed = c->mb * (ef + eb);
 	}
 }
