@@ -57,7 +57,7 @@ ifeq ($(HAVE_NVCC)$(if $(CUDA_SRC),1),11)
 CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
-.PHONY: all test asan bench check clean cuda deps
+.PHONY: all test asan bench bench-comm check clean cuda deps
 all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(B)/libscaleplan.a
@@ -112,6 +112,11 @@ asan:
 
 bench: all $(B)/bench/bench
 	$(Q)$(B)/bench/bench
+
+# nccl-tests-style algbw/busbw of the MPI backend over shared memory, 2, 4 and 8 ranks
+bench-comm: all
+	$(Q)for n in 2 4 8; do OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		mpirun --oversubscribe -np $$n $(B)/tests/mpi/bench_comm_mpi || exit 1; done
 
 deps:
 	$(Q)scripts/install-deps.sh

@@ -187,7 +187,14 @@ static int mpi_wait(struct comm_req *r, char *err)
 				int ret = errf(err, "comm: %s on group %s (%d ranks) did not complete within "
 					       "%g s; a member rank may have failed", comm_colls[r->coll].name,
 					       c->name, c->size, c->timeout_s);
-				/* the MPI requests cannot be cancelled; the caller is expected to abort */
+				/* point-to-point requests are cancelled so no later message lands in
+				 * them; collectives cannot be, and the caller is expected to abort */
+				if (r->coll == COLL_SENDRECV)
+					for (int k = 0; k < q->nr; k++)
+						if (q->r[k] != MPI_REQUEST_NULL) {
+							MPI_Cancel(&q->r[k]);
+							MPI_Request_free(&q->r[k]);
+						}
 				free(q->v);
 				free(q);
 				return ret;
