@@ -9,6 +9,7 @@ static const struct {
 	void (*run)(void);
 } benches[] = {
 	{"estimate", bench_estimate},
+	{"kernels", bench_kernels},
 };
 
 int main(int argc, char **argv)
