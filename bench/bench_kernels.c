@@ -50,7 +50,13 @@ static struct model gpt2_small_llama(void)
 
 void bench_kernels(void)
 {
-	double peak = sgemm_gflops(2048, 2048, 2048);
+	/* best of three one-second runs: on a shared machine the best is closest to what the
+	 * hardware allows, which makes the step's ratio below conservative */
+	double peak = 0.0;
+	for (int i = 0; i < 3; i++) {
+		double g = sgemm_gflops(2048, 2048, 2048);
+		peak = g > peak ? g : peak;
+	}
 	BENCH_LINE("sgemm_gflops", peak, "GFLOP/s");
 	static const int shapes[][3] = {{4096, 2304, 768}, {4096, 4096, 768}, {4096, 768, 2048}, {4096, 50304, 768}};
 	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
