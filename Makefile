@@ -40,6 +40,8 @@ LIB_SRC := $(filter-out cli/main.c,$(wildcard sim/*.c tuner/*.c runtime/*.c kern
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/embedded.o
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+# multi-rank programs, started by tests/cli/*.sh under mpirun (not run bare by tests/run.sh)
+MPI_TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/mpi/*.c))
 BENCH_SRC := $(wildcard bench/*.c)
 PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/models/*.json))
 
@@ -56,7 +58,7 @@ CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
 .PHONY: all test asan bench check clean cuda deps gpu-test
-all: $(BIN) $(TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
+all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(B)/libscaleplan.a
 	@echo "  LINK    $@"

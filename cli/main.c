@@ -6,6 +6,11 @@
 
 static const struct verb verbs[] = {
 	{"sim", cmd_sim, "simulate one plan: memory and time per rank kind"},
+	{"validate", cmd_validate, "predict measured runs from a TSV file and report the error"},
+	{"tune", cmd_tune, "search every plan for a model on a cluster and rank them"},
+	{"export", cmd_export, "print a plan as Megatron-LM, nanotron, torchtitan or DeepSpeed settings"},
+	{"db", cmd_db, "list, show, diff and export recorded tunes (SQLite store)"},
+	{"pipeline", cmd_pipeline, "simulate one pipeline schedule: bubbles, activations, diagram, trace"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 

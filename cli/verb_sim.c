@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "sim/estimate.h"
 #include "sim/util.h"
 
 static void sim_usage(FILE *f)
@@ -27,8 +28,18 @@ int cmd_sim(int argc, char **argv)
 	}
 	int rc = cli_load_plan("sim", &p, &m, &h);
 	if (rc) return rc;
-	(void)json;
-	plan_write_json(&p, stdout);
-	putchar('\n');
+	struct estimate e;
+	if (estimate_plan(&m, &h, &p, &e, err)) {
+		cli_error("sim", "%s", err);
+		return EXIT_RUNTIME;
+	}
+	if (json) estimate_write_json(&e, &p, stdout);
+	else estimate_print(&e, &p, stdout);
+	if (!e.fits) {
+		fprintf(stderr, "scaleplan sim: plan does not fit: peak %.2f GiB exceeds %s capacity %.2f GiB by %.2f GiB\n",
+			e.peak_mem_bytes / 1073741824.0, h.name, e.capacity_bytes / 1073741824.0,
+			(e.peak_mem_bytes - e.capacity_bytes) / 1073741824.0);
+		return EXIT_INFEASIBLE;
+	}
 	return EXIT_OK;
 }

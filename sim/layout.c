@@ -1,5 +1,6 @@
 /* layout — rank <-> coordinates and group membership. Strides follow the plan's order string;
  * EP/EDP groups split the combined index k = cp + cp_size * dp with EP innermost. */
+#include <stdlib.h>
 #include <string.h>
 #include "sim/layout.h"
 #include "sim/plan.h"
@@ -119,6 +120,12 @@ int layout_group_index(const struct layout *l, enum group_kind g, int rank)
 	}
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
 int layout_group_nodes(const struct layout *l, enum group_kind g, int rank)
 {
 	/* Groups are arithmetic progressions of ranks in every case but EP/EDP with cp > 1;
@@ -154,12 +161,10 @@ int layout_group_nodes(const struct layout *l, enum group_kind g, int rank)
 		return n; /* conservative: assume every member on its own node */
 	}
 	layout_group(l, g, rank, r, 256);
-	int nodes = 0;
-	for (int i = 0; i < n; i++) {
-		int node = r[i] / l->gpus_per_node, dup = 0;
-		for (int j = 0; j < i; j++)
-			if (r[j] / l->gpus_per_node == node) { dup = 1; break; }
-		nodes += !dup;
-	}
+	/* distinct node ids: sort, then count changes (the tuner calls this ~1e5 times) */
+	for (int i = 0; i < n; i++) r[i] /= l->gpus_per_node;
+	qsort(r, (size_t)n, sizeof(int), cmp_int);
+	int nodes = n > 0;
+	for (int i = 1; i < n; i++) nodes += r[i] != r[i - 1];
 	return nodes;
 }

@@ -18,11 +18,11 @@ run_one() {
 	local t0=$(date +%s)
 	"$@" >"$log" 2>&1
 	local rc=$?
-	local line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	local line=$(grep -oE '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 	local p=0 f=0
 	if [ -n "$line" ]; then
-		p=$(echo "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed, ([0-9]+) failed.*/\1/')
-		f=$(echo "$line" | sed -E 's/.*[^0-9]?([0-9]+) passed, ([0-9]+) failed.*/\2/')
+		p=$(echo "$line" | awk '{print $1}')
+		f=$(echo "$line" | awk '{print $3}')
 	fi
 	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 	if [ -z "$line" ] && [ $rc -eq 0 ]; then f=1; echo "no summary line from $name"; fi

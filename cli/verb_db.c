@@ -1,0 +1,340 @@
+/* db — `scaleplan db`: read the results store. list, show, diff and export the recorded
+ * tunes and their finalists; nothing here writes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cjson/cJSON.h>
+#include "cli/cli.h"
+#include "sim/util.h"
+#include "tuner/store.h"
+
+static void db_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: scaleplan db [--db PATH] list [--json]\n"
+		"       scaleplan db [--db PATH] show ID [--json]\n"
+		"       scaleplan db [--db PATH] diff ID1 ID2\n"
+		"       scaleplan db [--db PATH] export [--json | --csv]\n\n"
+		"  list            one line per recorded tune (--json: an array, one object per tune)\n"
+		"  show ID         a tune's request, counts, rejections and finalists (with finalist ids\n"
+		"                  for `scaleplan export --id`)\n"
+		"  diff ID1 ID2    what differs between two tunes: request, best plan, prediction\n"
+		"  export          every finalist of every tune, one row each (default --json)\n"
+		"  --db PATH       the store (default %s)\n", STORE_DEFAULT_PATH);
+}
+
+static void fmt_time(double t, char *buf, size_t cap)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (gmtime_r(&tt, &tm)) strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	else snprintf(buf, cap, "%.0f", t);
+}
+
+/* The finalist's plan, parsed with the one plan parser; defaults when unreadable. */
+static void finalist_plan(const struct store_finalist *f, struct plan *p)
+{
+	char err[ERR_LEN];
+	plan_defaults(p);
+	if (plan_from_json(f->plan_json, p, err)) plan_defaults(p);
+}
+
+static cJSON *finalist_json(const struct store_finalist *f)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "finalist_id", (double)f->id);
+	cJSON_AddNumberToObject(o, "tune_id", (double)f->tune_id);
+	cJSON_AddNumberToObject(o, "rank", f->rank);
+	cJSON *pl = cJSON_Parse(f->plan_json);
+	cJSON_AddItemToObject(o, "plan", pl ? pl : cJSON_CreateNull());
+	cJSON_AddNumberToObject(o, "step_time_s", f->step_time_s);
+	cJSON_AddNumberToObject(o, "tokens_per_s_per_gpu", f->tokens_per_s_per_gpu);
+	cJSON_AddNumberToObject(o, "mfu", f->mfu);
+	cJSON_AddNumberToObject(o, "peak_mem_bytes", f->peak_mem_bytes);
+	cJSON_AddNumberToObject(o, "capacity_bytes", f->capacity_bytes);
+	cJSON_AddBoolToObject(o, "fits", f->fits);
+	cJSON_AddNumberToObject(o, "bubble_fraction", f->bubble_fraction);
+	cJSON_AddNumberToObject(o, "exposed_comm_s", f->exposed_comm_s);
+	cJSON_AddBoolToObject(o, "refined", f->refined);
+	return o;
+}
+
+static cJSON *tune_json(const struct store_tune *t)
+{
+	char when[32];
+	fmt_time(t->created_s, when, sizeof(when));
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "id", (double)t->id);
+	cJSON_AddStringToObject(o, "created", when);
+	cJSON_AddStringToObject(o, "version", t->version);
+	cJSON_AddStringToObject(o, "model", t->model);
+	cJSON_AddStringToObject(o, "gpu", t->gpu);
+	cJSON_AddNumberToObject(o, "gpus", t->gpus);
+	cJSON *in = cJSON_Parse(t->inputs_json), *rej = cJSON_Parse(t->rejected_json);
+	cJSON_AddItemToObject(o, "inputs", in ? in : cJSON_CreateNull());
+	cJSON_AddNumberToObject(o, "enumerated", (double)t->enumerated);
+	cJSON_AddNumberToObject(o, "feasible", (double)t->feasible);
+	cJSON_AddItemToObject(o, "rejected", rej ? rej : cJSON_CreateNull());
+	cJSON_AddNumberToObject(o, "search_s", t->search_s);
+	cJSON_AddNumberToObject(o, "finalists", t->nfinalists);
+	return o;
+}
+
+static int print_json(cJSON *o)
+{
+	char *s = cJSON_Print(o);
+	cJSON_Delete(o);
+	if (!s) return EXIT_RUNTIME;
+	puts(s);
+	free(s);
+	return EXIT_OK;
+}
+
+static int db_list(struct store *s, int json)
+{
+	char err[ERR_LEN], when[32];
+	struct store_tune *t;
+	int n;
+	if (store_list_tunes(s, &t, &n, err)) { cli_error("db", "%s", err); return EXIT_RUNTIME; }
+	cJSON *arr = json ? cJSON_CreateArray() : NULL;
+	if (!json)
+		printf("%4s  %-20s  %-18s  %-12s %6s %10s %9s %8s  %s\n", "id", "created (UTC)", "model", "gpu",
+		       "gpus", "enumerated", "feasible", "finalists", "best tokens/s/GPU");
+	int rc = EXIT_OK;
+	for (int i = 0; i < n && rc == EXIT_OK; i++) {
+		struct store_finalist *f;
+		int nf;
+		if (store_list_finalists(s, t[i].id, &f, &nf, err)) { cli_error("db", "%s", err); rc = EXIT_RUNTIME; break; }
+		if (json) {
+			cJSON *o = tune_json(&t[i]);
+			cJSON_AddItemToObject(o, "best", nf ? finalist_json(&f[0]) : cJSON_CreateNull());
+			cJSON_AddItemToArray(arr, o);
+		} else {
+			fmt_time(t[i].created_s, when, sizeof(when));
+			printf("%4ld  %-20s  %-18.18s  %-12.12s %6d %10ld %9ld %8d", t[i].id, when, t[i].model,
+			       t[i].gpu, t[i].gpus, t[i].enumerated, t[i].feasible, t[i].nfinalists);
+			if (nf) printf("   %.0f%s\n", f[0].tokens_per_s_per_gpu, f[0].fits ? "" : " (does not fit)");
+			else printf("   -\n");
+		}
+		store_free_finalists(f, nf);
+	}
+	store_free_tunes(t, n);
+	if (json) {
+		if (rc) { cJSON_Delete(arr); return rc; }
+		return print_json(arr);
+	}
+	return rc;
+}
+
+static void print_finalists(const struct store_finalist *f, int n)
+{
+	printf("%6s %4s  %4s %3s %3s %3s %3s %3s %4s %3s %-9s %4s %-11s %10s %12s %6s %9s\n", "fin.id",
+	       "rank", "dp", "tp", "pp", "cp", "ep", "vpp", "zero", "sp", "recompute", "mbs", "schedule",
+	       "step (s)", "tokens/s/GPU", "MFU", "peak GiB");
+	for (int i = 0; i < n; i++) {
+		struct plan p;
+		finalist_plan(&f[i], &p);
+		printf("%6ld %4d  %4d %3d %3d %3d %3d %3d %4d %3s %-9s %4d %-11s %10.3f %12.0f %5.1f%% %8.1f%s\n",
+		       f[i].id, f[i].rank, p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.zero, p.sp ? "on" : "off",
+		       recompute_name(p.recompute), p.mbs, schedule_name(p.schedule), f[i].step_time_s,
+		       f[i].tokens_per_s_per_gpu, 100 * f[i].mfu, f[i].peak_mem_bytes / (1 << 30),
+		       f[i].fits ? "" : " (does not fit)");
+	}
+}
+
+static int db_show(struct store *s, long id, int json)
+{
+	char err[ERR_LEN], when[32];
+	struct store_tune t;
+	struct store_finalist *f;
+	int nf;
+	if (store_get_tune(s, id, &t, err)) { cli_error("db", "%s", err); return EXIT_BADINPUT; }
+	if (store_list_finalists(s, id, &f, &nf, err)) {
+		store_tune_clear(&t);
+		cli_error("db", "%s", err);
+		return EXIT_RUNTIME;
+	}
+	int rc = EXIT_OK;
+	if (json) {
+		cJSON *o = tune_json(&t), *arr = cJSON_CreateArray();
+		for (int i = 0; i < nf; i++) cJSON_AddItemToArray(arr, finalist_json(&f[i]));
+		cJSON_ReplaceItemInObjectCaseSensitive(o, "finalists", arr);
+		rc = print_json(o);
+	} else {
+		fmt_time(t.created_s, when, sizeof(when));
+		printf("tune %ld  (%s, scaleplan %s, search %.2f s)\n", t.id, when, t.version, t.search_s);
+		printf("request:    %s\n", t.inputs_json);
+		printf("enumerated: %ld plans, %ld feasible\n", t.enumerated, t.feasible);
+		printf("rejected:   %s\n\n", t.rejected_json);
+		print_finalists(f, nf);
+	}
+	store_free_finalists(f, nf);
+	store_tune_clear(&t);
+	return rc;
+}
+
+/* Prints "label key: a -> b" for every top-level key whose value differs; returns the count. */
+static int diff_objects(const char *label, const char *ja, const char *jb)
+{
+	cJSON *a = cJSON_Parse(ja), *b = cJSON_Parse(jb);
+	int n = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		cJSON *x = pass ? b : a, *y = pass ? a : b;
+		for (cJSON *it = x ? x->child : NULL; it; it = it->next) {
+			cJSON *other = y ? cJSON_GetObjectItemCaseSensitive(y, it->string) : NULL;
+			if (pass && other) continue; /* already compared in the first pass */
+			char *sx = cJSON_PrintUnformatted(it), *sy = other ? cJSON_PrintUnformatted(other) : NULL;
+			if (!sy || strcmp(sx, sy)) {
+				printf("  %s %-22s %s -> %s\n", label, it->string, pass ? "(absent)" : sx,
+				       pass ? sx : (sy ? sy : "(absent)"));
+				n++;
+			}
+			free(sx);
+			free(sy);
+		}
+	}
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	return n;
+}
+
+static void diff_number(const char *name, double a, double b, int *n)
+{
+	if (a == b) return;
+	printf("  predicted %-20s %.6g -> %.6g (%+.1f%%)\n", name, a, b, a ? 100 * (b - a) / a : 0.0);
+	(*n)++;
+}
+
+static int db_diff(struct store *s, long id1, long id2)
+{
+	char err[ERR_LEN];
+	struct store_tune t[2];
+	struct store_finalist *f[2] = {NULL, NULL};
+	int nf[2] = {0, 0}, got = 0, rc = EXIT_OK;
+	long ids[2] = {id1, id2};
+	for (; got < 2; got++) {
+		if (store_get_tune(s, ids[got], &t[got], err)) { rc = EXIT_BADINPUT; break; }
+		if (store_list_finalists(s, ids[got], &f[got], &nf[got], err)) { store_tune_clear(&t[got]); rc = EXIT_RUNTIME; break; }
+	}
+	if (rc) cli_error("db", "%s", err);
+	else {
+		printf("tune %ld -> tune %ld\n", id1, id2);
+		int n = diff_objects("request", t[0].inputs_json, t[1].inputs_json);
+		if (!nf[0] || !nf[1]) {
+			printf("  (one tune has no finalists; best plans not compared)\n");
+		} else {
+			n += diff_objects("best plan", f[0][0].plan_json, f[1][0].plan_json);
+			diff_number("step_time_s", f[0][0].step_time_s, f[1][0].step_time_s, &n);
+			diff_number("tokens_per_s_per_gpu", f[0][0].tokens_per_s_per_gpu, f[1][0].tokens_per_s_per_gpu, &n);
+			diff_number("mfu", f[0][0].mfu, f[1][0].mfu, &n);
+			diff_number("peak_mem_bytes", f[0][0].peak_mem_bytes, f[1][0].peak_mem_bytes, &n);
+		}
+		diff_number("enumerated", (double)t[0].enumerated, (double)t[1].enumerated, &n);
+		diff_number("feasible", (double)t[0].feasible, (double)t[1].feasible, &n);
+		if (!n) printf("  (no differences)\n");
+	}
+	for (int i = 0; i < got; i++) {
+		store_tune_clear(&t[i]);
+		store_free_finalists(f[i], nf[i]);
+	}
+	return rc;
+}
+
+static int db_export(struct store *s, int csv)
+{
+	char err[ERR_LEN];
+	struct store_tune *t;
+	struct store_finalist *f;
+	int nt, nf;
+	if (store_list_tunes(s, &t, &nt, err)) { cli_error("db", "%s", err); return EXIT_RUNTIME; }
+	if (store_list_finalists(s, 0, &f, &nf, err)) {
+		store_free_tunes(t, nt);
+		cli_error("db", "%s", err);
+		return EXIT_RUNTIME;
+	}
+	cJSON *arr = csv ? NULL : cJSON_CreateArray();
+	if (csv)
+		printf("tune_id,finalist_id,rank,model,gpu,gpus,dp,tp,pp,cp,ep,vpp,zero,sp,recompute,"
+		       "recompute_layers,mbs,gbs,seq,schedule,order,step_time_s,tokens_per_s_per_gpu,mfu,"
+		       "peak_mem_bytes,capacity_bytes,fits,bubble_fraction,exposed_comm_s,refined\n");
+	for (int i = 0, k = 0; i < nf; i++) {
+		while (k < nt && t[k].id < f[i].tune_id) k++;
+		const struct store_tune *tt = k < nt && t[k].id == f[i].tune_id ? &t[k] : NULL;
+		if (!csv) {
+			cJSON *o = finalist_json(&f[i]);
+			cJSON_AddStringToObject(o, "model", tt ? tt->model : "");
+			cJSON_AddStringToObject(o, "gpu", tt ? tt->gpu : "");
+			cJSON_AddItemToArray(arr, o);
+			continue;
+		}
+		struct plan p;
+		finalist_plan(&f[i], &p);
+		/* model/gpu names are profile names or paths; quote them as CSV fields */
+		printf("%ld,%ld,%d,\"%s\",\"%s\",%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%s,%s,"
+		       "%.9g,%.9g,%.6g,%.9g,%.9g,%d,%.6g,%.9g,%d\n",
+		       f[i].tune_id, f[i].id, f[i].rank, tt ? tt->model : "", tt ? tt->gpu : "",
+		       tt ? tt->gpus : p.gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.zero, p.sp,
+		       recompute_name(p.recompute), p.recompute_layers, p.mbs, p.gbs, p.seq,
+		       schedule_name(p.schedule), p.order, f[i].step_time_s, f[i].tokens_per_s_per_gpu,
+		       f[i].mfu, f[i].peak_mem_bytes, f[i].capacity_bytes, f[i].fits, f[i].bubble_fraction,
+		       f[i].exposed_comm_s, f[i].refined);
+	}
+	store_free_tunes(t, nt);
+	store_free_finalists(f, nf);
+	return csv ? EXIT_OK : print_json(arr);
+}
+
+static int parse_id(const char *s, long *id)
+{
+	char err[ERR_LEN];
+	if (!s || parse_int(s, "tune id", 1, 1L << 40, id, err)) {
+		cli_error("db", "%s", s ? err : "missing tune id");
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_db(int argc, char **argv)
+{
+	const char *path = STORE_DEFAULT_PATH, *sub = NULL, *pos[2] = {NULL, NULL};
+	int json = 0, csv = 0, npos = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) { db_usage(stdout); return EXIT_OK; }
+		else if (!strcmp(a, "--json")) json = 1;
+		else if (!strcmp(a, "--csv")) csv = 1;
+		else if (!strcmp(a, "--db")) {
+			if (++i >= argc) { cli_error("db", "--db: missing path"); return EXIT_BADINPUT; }
+			path = argv[i];
+		} else if (!strncmp(a, "--db=", 5)) path = a + 5;
+		else if (a[0] == '-') { cli_error("db", "unknown option '%s'", a); return EXIT_BADINPUT; }
+		else if (!sub) sub = a;
+		else if (npos < 2) pos[npos++] = a;
+		else { cli_error("db", "too many arguments ('%s')", a); return EXIT_BADINPUT; }
+	}
+	if (!sub) { db_usage(stderr); return EXIT_BADINPUT; }
+	int want = !strcmp(sub, "show") ? 1 : !strcmp(sub, "diff") ? 2 : 0;
+	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "diff") && strcmp(sub, "export")) {
+		cli_error("db", "unknown subcommand '%s' (list, show, diff, export)", sub);
+		return EXIT_BADINPUT;
+	}
+	if (npos != want) {
+		cli_error("db", "%s takes %d id argument%s", sub, want, want == 1 ? "" : "s");
+		return EXIT_BADINPUT;
+	}
+	if (json && csv) { cli_error("db", "--json and --csv exclude each other"); return EXIT_BADINPUT; }
+	long id1 = 0, id2 = 0;
+	if ((want >= 1 && parse_id(pos[0], &id1)) || (want == 2 && parse_id(pos[1], &id2)))
+		return EXIT_BADINPUT;
+	char err[ERR_LEN];
+	struct store *s;
+	if (store_open(path, 0, &s, err)) { cli_error("db", "%s", err); return EXIT_RUNTIME; }
+	int rc;
+	if (!strcmp(sub, "list")) rc = db_list(s, json);
+	else if (!strcmp(sub, "show")) rc = db_show(s, id1, json);
+	else if (!strcmp(sub, "diff")) rc = db_diff(s, id1, id2);
+	else rc = db_export(s, csv);
+	store_close(s);
+	return rc;
+}

@@ -1,0 +1,236 @@
+/* tune — `scaleplan tune`: search every plan for a model on a cluster, rank, record. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
+#include "cli/cli.h"
+#include "sim/util.h"
+#include "tuner/search.h"
+#include "tuner/store.h"
+
+#define MAX_FIXES 32
+
+static void tune_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: scaleplan tune --model M --gpu G --gpus N --seq L (--gbs S | --gbs-tokens T)\n"
+		"                      [--top K] [--objective throughput|cost|time] [--tokens N] [--price P]\n"
+		"                      [--fix k=v ...] [--max-pp N] [--db PATH] [--no-db] [--report DIR]\n"
+		"                      [--no-refine] [--json]\n\n"
+		"  --model M        model profile or config.json          --gpu G    hardware profile\n"
+		"  --gpus N         GPUs in the cluster                   --seq L    tokens per sequence\n"
+		"  --gbs S          global batch in sequences, or --gbs-tokens T in tokens (4M = 4194304)\n"
+		"  --top K          finalists to show, re-time and record (default 10)\n"
+		"  --objective O    throughput: most tokens/s on exactly N GPUs (default);\n"
+		"                   cost: most tokens/s per GPU on N, N/2, ... GPUs (fewest GPU-hours);\n"
+		"                   time: most tokens/s on any of N, N/2, ... GPUs\n"
+		"  --tokens N       training tokens, for the time and cost line (e.g. 15e12)\n"
+		"  --price P        $ per GPU-hour, for the cost line\n"
+		"  --fix k=v        pin a dimension (tp=8, zero=1, schedule=1f1b, mbs=1, ...) or set any\n"
+		"                   other plan key for every candidate (precision=fp8); repeatable\n"
+		"  --max-pp N       largest pipeline degree to consider\n"
+		"  --db PATH        results store (default %s); --no-db records nothing\n"
+		"  --report DIR     write DIR/report.md and DIR/report.html\n"
+		"  --no-refine      rank by the analytical estimate only\n"
+		"  --json           machine-readable result on stdout\n\n"
+		"Exit status: 0 a plan fits, 2 bad input, 3 no plan fits (the closest plan and what would\n"
+		"make it fit are printed), 1 other errors.\n", STORE_DEFAULT_PATH);
+}
+
+static void progress_bar(void *ctx, double frac)
+{
+	int *last = ctx, n = (int)(frac * 40);
+	if (n == *last) return;
+	*last = n;
+	fprintf(stderr, "\r[%-40.*s] %3.0f%%", n, "########################################", 100 * frac);
+	if (frac >= 1) fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+struct tune_args {
+	const char *model, *gpu, *db, *report, *objective;
+	const char *fixes[MAX_FIXES];
+	int nfix;
+	long gpus, seq, gbs, top, max_pp;
+	double gbs_tokens, tokens, price;
+	int json, no_db, no_refine;
+};
+
+static int parse_args(int argc, char **argv, struct tune_args *a)
+{
+	char err[ERR_LEN];
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) { tune_usage(stdout); return -2; }
+		if (!strcmp(o, "--json")) { a->json = 1; continue; }
+		if (!strcmp(o, "--no-db")) { a->no_db = 1; continue; }
+		if (!strcmp(o, "--no-refine")) { a->no_refine = 1; continue; }
+		if (strncmp(o, "--", 2) || i + 1 >= argc) { cli_error("tune", "unknown option or missing value: '%s'", o); return -1; }
+		const char *v = argv[++i];
+		int rc = 0;
+		if (!strcmp(o, "--model")) a->model = v;
+		else if (!strcmp(o, "--gpu")) a->gpu = v;
+		else if (!strcmp(o, "--db")) a->db = v;
+		else if (!strcmp(o, "--report")) a->report = v;
+		else if (!strcmp(o, "--objective")) a->objective = v;
+		else if (!strcmp(o, "--gpus")) rc = parse_int(v, "--gpus", 1, 1 << 20, &a->gpus, err);
+		else if (!strcmp(o, "--seq")) rc = parse_int(v, "--seq", 1, 1 << 24, &a->seq, err);
+		else if (!strcmp(o, "--gbs")) rc = parse_int(v, "--gbs", 1, 1 << 26, &a->gbs, err);
+		else if (!strcmp(o, "--top")) rc = parse_int(v, "--top", 1, 1000, &a->top, err);
+		else if (!strcmp(o, "--max-pp")) rc = parse_int(v, "--max-pp", 1, 4096, &a->max_pp, err);
+		else if (!strcmp(o, "--gbs-tokens")) rc = parse_size_suffix(v, "--gbs-tokens", &a->gbs_tokens, err);
+		else if (!strcmp(o, "--tokens")) rc = parse_double(v, "--tokens", 0, 1e18, &a->tokens, err);
+		else if (!strcmp(o, "--price")) rc = parse_double(v, "--price", 0, 1e6, &a->price, err);
+		else if (!strcmp(o, "--fix")) {
+			if (a->nfix == MAX_FIXES) { cli_error("tune", "more than %d --fix options", MAX_FIXES); return -1; }
+			a->fixes[a->nfix++] = v;
+		} else { cli_error("tune", "unknown option '%s'", o); return -1; }
+		if (rc) { cli_error("tune", "%s", err); return -1; }
+	}
+	return 0;
+}
+
+static int build_request(const struct tune_args *a, struct search_req *rq, struct model *m, struct hw *h)
+{
+	char err[ERR_LEN];
+	if (!a->model || !a->gpu || !a->gpus || !a->seq || (!a->gbs && !a->gbs_tokens)) {
+		cli_error("tune", "--model, --gpu, --gpus, --seq and --gbs (or --gbs-tokens) are required");
+		return EXIT_BADINPUT;
+	}
+	if (model_load(a->model, m, err) || hw_load(a->gpu, h, err)) { cli_error("tune", "%s", err); return EXIT_BADINPUT; }
+	memset(rq, 0, sizeof(*rq));
+	rq->m = m;
+	rq->h = h;
+	plan_defaults(&rq->base);
+	if (plan_set(&rq->base, "model", a->model, err) || plan_set(&rq->base, "gpu", a->gpu, err)) {
+		cli_error("tune", "%s", err);
+		return EXIT_BADINPUT;
+	}
+	search_fix_init(&rq->fix);
+	for (int i = 0; i < a->nfix; i++)
+		if (search_fix_parse(rq, a->fixes[i], err)) { cli_error("tune", "%s", err); return EXIT_BADINPUT; }
+	rq->gpus = (int)a->gpus;
+	rq->seq = (int)a->seq;
+	rq->gbs = (int)a->gbs;
+	if (a->gbs_tokens > 0) {
+		double s = a->gbs_tokens / (double)a->seq;
+		if (s != (double)(long)s || s < 1) {
+			cli_error("tune", "--gbs-tokens %.0f is not a multiple of --seq %ld", a->gbs_tokens, a->seq);
+			return EXIT_BADINPUT;
+		}
+		if (a->gbs && a->gbs != (long)s) { cli_error("tune", "--gbs and --gbs-tokens disagree"); return EXIT_BADINPUT; }
+		rq->gbs = (int)s;
+	}
+	rq->top = a->top ? (int)a->top : 10;
+	rq->max_pp = (int)a->max_pp;
+	rq->refine = !a->no_refine;
+	rq->objective = OBJ_THROUGHPUT;
+	if (a->objective) {
+		if (!strcmp(a->objective, "throughput")) rq->objective = OBJ_THROUGHPUT;
+		else if (!strcmp(a->objective, "cost")) rq->objective = OBJ_COST;
+		else if (!strcmp(a->objective, "time")) rq->objective = OBJ_TIME;
+		else { cli_error("tune", "--objective: '%s' is not throughput, cost or time", a->objective); return EXIT_BADINPUT; }
+	}
+	return EXIT_OK;
+}
+
+static char *inputs_json(const struct tune_args *a, const struct search_req *rq)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "model", a->model);
+	cJSON_AddStringToObject(o, "gpu", a->gpu);
+	cJSON_AddNumberToObject(o, "gpus", rq->gpus);
+	cJSON_AddNumberToObject(o, "seq", rq->seq);
+	cJSON_AddNumberToObject(o, "gbs", rq->gbs);
+	cJSON_AddNumberToObject(o, "top", rq->top);
+	cJSON_AddStringToObject(o, "objective", objective_name(rq->objective));
+	if (rq->max_pp) cJSON_AddNumberToObject(o, "max_pp", rq->max_pp);
+	if (a->tokens > 0) cJSON_AddNumberToObject(o, "tokens", a->tokens);
+	if (a->price > 0) cJSON_AddNumberToObject(o, "price", a->price);
+	cJSON *fx = cJSON_AddArrayToObject(o, "fix");
+	for (int i = 0; i < a->nfix; i++) cJSON_AddItemToArray(fx, cJSON_CreateString(a->fixes[i]));
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+static char *rejected_json(const struct search_result *res)
+{
+	cJSON *o = cJSON_CreateObject();
+	for (int i = 0; i < REJ_COUNT; i++)
+		if (res->rejected[i]) cJSON_AddNumberToObject(o, search_reason_name((enum reject_reason)i), (double)res->rejected[i]);
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}
+
+/* One transaction: the tune and its finalists (full plan JSON each, for `export --id`). */
+static int record(const struct tune_args *a, const struct search_req *rq, const struct search_result *res, long *id)
+{
+	char err[ERR_LEN];
+	struct store *s;
+	struct store_tune t;
+	memset(&t, 0, sizeof(t));
+	snprintf(t.version, sizeof(t.version), "0.1");
+	snprintf(t.model, sizeof(t.model), "%s", rq->m->name);
+	snprintf(t.gpu, sizeof(t.gpu), "%s", rq->h->name);
+	t.gpus = rq->gpus;
+	t.enumerated = res->enumerated;
+	t.feasible = res->feasible;
+	t.search_s = res->seconds;
+	t.inputs_json = inputs_json(a, rq);
+	t.rejected_json = rejected_json(res);
+	struct store_finalist *f = calloc((size_t)(res->ntop > 0 ? res->ntop : 1), sizeof(*f));
+	int rc = -1;
+	if (!t.inputs_json || !t.rejected_json || !f) { cli_error("tune", "out of memory"); goto out; }
+	for (int i = 0; i < res->ntop; i++) {
+		const struct search_cand *k = &res->top[i];
+		struct plan p;
+		if (search_cand_plan(rq, k, &p, err)) { cli_error("tune", "%s", err); goto out; }
+		f[i] = (struct store_finalist){.rank = i + 1, .plan_json = plan_to_json(&p), .step_time_s = k->step_s,
+			.tokens_per_s_per_gpu = k->tokens_per_s_per_gpu, .mfu = k->mfu, .peak_mem_bytes = k->peak_bytes,
+			.capacity_bytes = k->capacity_bytes, .fits = k->fits, .bubble_fraction = k->bubble_fraction,
+			.exposed_comm_s = k->exposed_comm_s, .refined = k->refined};
+	}
+	if (store_open(a->db ? a->db : STORE_DEFAULT_PATH, 1, &s, err)) { cli_error("tune", "%s", err); goto out; }
+	rc = store_add_tune(s, &t, f, res->ntop, err);
+	if (rc) cli_error("tune", "%s", err);
+	else *id = t.id;
+	store_close(s);
+out:
+	for (int i = 0; f && i < res->ntop; i++) free(f[i].plan_json);
+	free(f);
+	free(t.inputs_json);
+	free(t.rejected_json);
+	return rc;
+}
+
+int cmd_tune(int argc, char **argv)
+{
+	struct tune_args a;
+	struct search_req rq;
+	struct search_result res;
+	struct model m;
+	struct hw h;
+	char err[ERR_LEN];
+	memset(&a, 0, sizeof(a));
+	int rc = parse_args(argc, argv, &a);
+	if (rc) return rc == -2 ? EXIT_OK : EXIT_BADINPUT;
+	if ((rc = build_request(&a, &rq, &m, &h))) return rc;
+	int last = -1;
+	if (isatty(2)) { rq.progress = progress_bar; rq.progress_ctx = &last; }
+	if (search_run(&rq, &res, err)) { cli_error("tune", "%s", err); return EXIT_RUNTIME; }
+	struct search_out o = {a.tokens, a.price, 0};
+	rc = res.ntop ? EXIT_OK : EXIT_INFEASIBLE;
+	if (!a.no_db && record(&a, &rq, &res, &o.tune_id)) rc = EXIT_RUNTIME;
+	if (a.json) search_write_json(&rq, &res, &o, stdout);
+	else search_print(&rq, &res, &o, stdout);
+	if (a.report && search_write_report(&rq, &res, &o, a.report, err)) {
+		cli_error("tune", "%s", err);
+		rc = EXIT_RUNTIME;
+	}
+	if (!res.ntop) cli_error("tune", "no plan fits (closest plan and remedies above)");
+	search_result_free(&res);
+	return rc;
+}

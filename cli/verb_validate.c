@@ -1,0 +1,37 @@
+/* validate — `scaleplan validate FILE.tsv [--json]`: predicted vs measured. */
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "sim/util.h"
+#include "sim/validate.h"
+
+int cmd_validate(int argc, char **argv)
+{
+	const char *path = NULL;
+	int json = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: scaleplan validate FILE.tsv [--json]\n\n"
+			       "Predicts every row of a measured-run file (shared/validation/FORMAT.md) and prints\n"
+			       "predicted vs measured tokens/s per GPU and memory, then throughput MAPE and median\n"
+			       "APE, memory MAPE, fit/OOM accuracy, and per group (model, gpu, gpus, seq, batch)\n"
+			       "the mean Spearman rank correlation and mean top-1 regret.\n");
+			return EXIT_OK;
+		}
+		if (!strcmp(argv[i], "--json")) json = 1;
+		else if (argv[i][0] == '-') { cli_error("validate", "unknown option '%s'", argv[i]); return EXIT_BADINPUT; }
+		else if (path) { cli_error("validate", "one file at a time ('%s' and '%s')", path, argv[i]); return EXIT_BADINPUT; }
+		else path = argv[i];
+	}
+	if (!path) { cli_error("validate", "missing FILE.tsv"); return EXIT_BADINPUT; }
+	struct val_row *rows;
+	int n;
+	char err[ERR_LEN];
+	if (validate_file(path, &rows, &n, err)) { cli_error("validate", "%s", err); return EXIT_BADINPUT; }
+	struct val_summary s;
+	validate_summarize(rows, n, &s);
+	if (json) validate_write_json(path, rows, n, &s, stdout);
+	else validate_print(path, rows, n, &s, stdout);
+	free(rows);
+	return EXIT_OK;
+}

@@ -1,0 +1,75 @@
+/* engine — discrete-event simulation of one training step of a pipeline schedule: walks the
+ * schedule's per-rank op lists (sim/schedule.h) with the rules of reference/model.md §4.8 —
+ * each rank runs its ops strictly in order on one compute stream, and an op starts at
+ *   max(end of the previous op on the stream, end of its cross-stage dependency + p2p time).
+ * Optional extras on their own streams per rank: point-to-point sends, DP gradient reduction in
+ * buckets once a stage's last weight gradient is produced (overlapping the rest of the
+ * backward), ZeRO-3 parameter all-gathers ahead of each op (with prefetch), and the optimizer
+ * step at the end. Activation memory is allocated at F and released at B (M_B - M_W) and W
+ * (M_W), so the memory over time of every rank is exact for the given sizes.
+ *
+ * Units: durations in whatever unit the caller uses (the simulator uses seconds), bytes as
+ * given. Ownership: engine_run() fills a caller-owned result whose arrays it allocates;
+ * engine_result_free() releases them. The cost tables are only read.
+ *
+ * Invariant: a schedule either completes (every op runs once) or engine_run() fails with a
+ * message naming the rank and op that can never start (deadlock). */
+#ifndef SCALEPLAN_ENGINE_H
+#define SCALEPLAN_ENGINE_H
+
+#include <stddef.h>
+#include "sim/schedule.h"
+#include "sim/timeline.h"
+
+/* Durations per pipeline stage (arrays of sched->nstages entries, stage order of
+ * sched_stage()). Only t_f and t_b are required; every other pointer may be NULL. */
+struct engine_costs {
+	const double *t_f;          /* forward of one micro-batch */
+	const double *t_b;          /* input-gradient backward; a fused BW takes t_b + t_w */
+	const double *t_w;          /* weight-gradient backward */
+	const double *t_fb;         /* overlapped F&B pair, by the forward's stage; <= 0: sum of both */
+	const double *p2p;          /* p2p[s]: send between stage s and s+1 (nstages-1 entries);
+				     * 0 between chunks on the same rank */
+	const double *op_time;      /* measured override per op (indexed like sched->ops); < 0: tables.
+				     * For an overlapped pair the first op's entry is the pair's time */
+	const double *m_b_bytes;    /* activations one F keeps until its B; NULL: 1 per chunk op */
+	const double *m_w_bytes;    /* the part still held after B until W; NULL: 0 */
+	const double *dp_reduce;    /* gradient reduce-scatter/all-reduce of the stage; NULL: none */
+	int dp_buckets;             /* buckets per stage, >= 1 (0 means 1) */
+	const double *param_gather; /* ZeRO-3 all-gather of the stage's params; NULL: none */
+	int gather_every_op;        /* 1: before every F/B/BW; 0: only when the chunk changes */
+	int gather_prefetch;        /* 1: issued when the previous op starts; 0: when it ends */
+	const double *opt;          /* optimizer step of the stage's params; NULL: none */
+};
+
+struct engine_rank {
+	double start, end;          /* first compute op's start, last compute op's end */
+	double span;                /* end - start */
+	double busy;                /* compute time (an overlapped pair counts once) */
+	double bubble_fraction;     /* (span - busy) / busy: bubble over ideal [MEG §2.2.1] */
+	double bubble_rate;         /* (span - busy) / span [ZB §5.3] */
+	double step_end;            /* after gradient reduction and optimizer */
+	double peak_act_bytes;      /* peak of activation bytes held */
+	int peak_inflight;          /* peak chunk activations held (F done, B not yet) */
+};
+
+struct engine_result {
+	struct timeline tl;
+	int nranks;
+	struct engine_rank *rank;   /* nranks entries */
+	double cost;                /* largest span over ranks [ZB §5.3] */
+	double step;                /* last event end: pipeline + exposed DP tail + optimizer */
+	double bubble_rate;         /* max over ranks of (cost - busy)/cost [ZB App. G eq. 3] */
+	double bubble_fraction;     /* max over ranks of (cost - busy)/busy [MEG §2.2.1] */
+	int max_inflight;
+	double max_act_bytes;
+	size_t nops;                /* compute ops simulated */
+};
+
+/* Simulates one step. Returns 0, or -1 with err (bad cost table, deadlock, out of memory);
+ * on failure `out` holds nothing to free. */
+int engine_run(const struct sched *s, const struct engine_costs *c, struct engine_result *out,
+	       char *err);
+void engine_result_free(struct engine_result *r);
+
+#endif

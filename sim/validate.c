@@ -1,0 +1,380 @@
+/* validate — measured-run TSV reader and scoring (FORMAT.md). Columns are read by header
+ * name; an empty cell is "unknown", never zero. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sim/estimate.h"
+#include "sim/hw.h"
+#include "sim/model.h"
+#include "sim/plan.h"
+#include "sim/util.h"
+#include "sim/validate.h"
+
+#define MAXCOL 64
+
+enum {
+	C_ID, C_SOURCE, C_MODEL, C_LAYERS, C_HIDDEN, C_FFN, C_HEADS, C_KV, C_HEADDIM, C_VOCAB, C_TIED,
+	C_NORM, C_MLP, C_MOE_E, C_MOE_K, C_MOE_F, C_MOE_S, C_MOE_D, C_SEQ, C_GBS, C_MBS, C_GPU, C_GPN,
+	C_NGPU, C_TP, C_PP, C_DP, C_CP, C_EP, C_VPP, C_SP, C_ZERO, C_RC, C_SCHED, C_PREC, C_STATUS,
+	C_TPS, C_MEM, C_NOTES, NCOLS
+};
+static const char *const colnames[NCOLS] = {
+	"id", "source", "model", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "head_dim", "vocab",
+	"tied_embeddings", "norm", "mlp", "moe_experts", "moe_topk", "moe_ffn_hidden", "moe_shared_experts",
+	"moe_dense_layers", "seq_len", "global_batch_seqs", "micro_batch", "gpu", "gpus_per_node", "num_gpus",
+	"tp", "pp", "dp", "cp", "ep", "vpp", "sp", "zero", "recompute", "pp_schedule", "precision", "status",
+	"tokens_per_s_per_gpu", "mem_gib", "notes"};
+
+static int split_tabs(char *line, char **cells, int max)
+{
+	int n = 0;
+	cells[n++] = line;
+	for (char *c = line; *c && n < max; c++)
+		if (*c == '\t') { *c = 0; cells[n++] = c + 1; }
+	return n;
+}
+
+static int cell_int(const char *s, int *out)
+{
+	if (!s || !*s) return 0;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*end || v < 0 || v > 1000000000) return -1;
+	*out = (int)v;
+	return 1;
+}
+
+static void add_assumed(struct val_row *r, const char *what)
+{
+	size_t n = strlen(r->assumed);
+	snprintf(r->assumed + n, sizeof(r->assumed) - n, "%s%s", n ? ", " : "", what);
+}
+
+/* Fills model and plan from one row; returns 0, or -1 with r->reason. */
+static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct model *m, struct plan *p)
+{
+	const char *name[] = {"layers", "hidden", "ffn_hidden", "heads", "kv_heads", "head_dim"};
+	int *dst[] = {&m->layers, &m->hidden, &m->ffn_hidden, &m->heads, &m->kv_heads, &m->head_dim};
+	int cols[] = {C_LAYERS, C_HIDDEN, C_FFN, C_HEADS, C_KV, C_HEADDIM};
+	memset(m, 0, sizeof(*m));
+	snprintf(m->name, sizeof(m->name), "%s", r->model);
+	for (int i = 0; i < 6; i++)
+		if (cell_int(cell[ix[cols[i]]], dst[i]) != 1) {
+			snprintf(r->reason, sizeof(r->reason), "%s: missing or not an integer", name[i]);
+			return -1;
+		}
+	int v;
+	if (cell_int(cell[ix[C_VOCAB]], &v) == 1) m->vocab = v;
+	else { m->vocab = 51200; add_assumed(r, "vocab 51200"); }
+	m->tied = !strcmp(cell[ix[C_TIED]], "1");
+	m->norm = !strcmp(cell[ix[C_NORM]], "layernorm") ? NORM_LAYER : NORM_RMS;
+	m->mlp = !strcmp(cell[ix[C_MLP]], "gelu") ? MLP_GELU : MLP_SWIGLU;
+	int moe[5];
+	int mcols[] = {C_MOE_E, C_MOE_K, C_MOE_F, C_MOE_S, C_MOE_D};
+	for (int i = 0; i < 5; i++)
+		if (cell_int(cell[ix[mcols[i]]], &moe[i]) != 1) { snprintf(r->reason, sizeof(r->reason), "%s: missing", colnames[mcols[i]]); return -1; }
+	m->moe_experts = moe[0]; m->moe_topk = moe[1]; m->moe_ffn_hidden = moe[2];
+	m->moe_shared_experts = moe[3]; m->moe_dense_layers = moe[4];
+	m->rope_theta = 10000; m->norm_eps = 1e-5;
+	char err[ERR_LEN];
+	if (model_check(m, err)) { snprintf(r->reason, sizeof(r->reason), "%s", err); return -1; }
+
+	plan_defaults(p);
+	snprintf(p->model, sizeof(p->model), "%s", r->model);
+	snprintf(p->gpu, sizeof(p->gpu), "%s", r->gpu);
+	struct { int col; const char *key; } ints[] = {
+		{C_NGPU, "gpus"}, {C_GPN, "gpus_per_node"}, {C_TP, "tp"}, {C_PP, "pp"}, {C_DP, "dp"}, {C_CP, "cp"},
+		{C_SEQ, "seq"}, {C_GBS, "gbs"}};
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		if (plan_set(p, ints[i].key, cell[ix[ints[i].col]], err)) { snprintf(r->reason, sizeof(r->reason), "%s", err); return -1; }
+	const char *c;
+	if (*(c = cell[ix[C_MBS]])) { if (plan_set(p, "mbs", c, err)) goto bad; }
+	else add_assumed(r, "micro_batch 1");
+	if (*(c = cell[ix[C_EP]])) { if (plan_set(p, "ep", c, err)) goto bad; }
+	else if (m->moe_experts) add_assumed(r, "ep 1");
+	if (*(c = cell[ix[C_VPP]])) { if (plan_set(p, "vpp", c, err)) goto bad; }
+	else if (p->pp > 1) add_assumed(r, "vpp 1");
+	if (*(c = cell[ix[C_SP]])) { if (plan_set(p, "sp", c, err)) goto bad; }
+	if (*(c = cell[ix[C_ZERO]])) { if (plan_set(p, "zero", c, err)) goto bad; }
+	else add_assumed(r, "zero 0");
+	if (*(c = cell[ix[C_RC]])) { if (plan_set(p, "recompute", c, err)) goto bad; }
+	else add_assumed(r, "recompute none");
+	c = cell[ix[C_SCHED]];
+	if (*c && strcmp(c, "none")) { if (plan_set(p, "schedule", c, err)) goto bad; }
+	else if (!*c && p->pp > 1) {
+		add_assumed(r, p->vpp > 1 ? "schedule interleaved" : "schedule 1f1b");
+		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+	}
+	c = cell[ix[C_PREC]];
+	p->precision = !strcmp(c, "fp8") ? PREC_FP8 : !strcmp(c, "fp32") ? PREC_FP32 : PREC_BF16;
+	return 0;
+bad:
+	snprintf(r->reason, sizeof(r->reason), "%s", err);
+	return -1;
+}
+
+static void predict(struct val_row *r, const struct model *m, struct plan *p)
+{
+	struct hw h;
+	char err[ERR_LEN];
+	struct estimate e;
+	if (hw_load(r->gpu, &h, err) || plan_resolve(p, m, &h, err) || plan_validate(p, m, &h, err) ||
+	    estimate_plan(m, &h, p, &e, err)) {
+		snprintf(r->reason, sizeof(r->reason), "%s", err);
+		return;
+	}
+	r->simulated = 1;
+	r->pred_tps = e.tokens_per_s_per_gpu;
+	r->pred_step_s = e.step_time_s;
+	r->pred_mfu = e.mfu;
+	r->pred_fits = e.fits;
+	r->pred_mem_gib = (r->mem_rank0 ? e.kind[0].peak_bytes : e.peak_mem_bytes) / 1073741824.0;
+}
+
+int validate_file(const char *path, struct val_row **rows_out, int *nrows, char *err)
+{
+	char *text = read_file(path, 64 << 20, err);
+	if (!text) return -1;
+	int ix[NCOLS];
+	for (int i = 0; i < NCOLS; i++) ix[i] = -1;
+	int cap = 0, n = 0, header = 0, ncell_hdr = 0;
+	struct val_row *rows = NULL;
+	char *save = NULL;
+	int rc = 0;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t len = strlen(line);
+		if (len && line[len - 1] == '\r') line[len - 1] = 0;
+		if (!header && line[0] == '#') continue;
+		char *cell[MAXCOL];
+		int nc = split_tabs(line, cell, MAXCOL);
+		if (!header) {
+			for (int i = 0; i < nc; i++)
+				for (int k = 0; k < NCOLS; k++)
+					if (!strcmp(cell[i], colnames[k])) ix[k] = i;
+			for (int k = 0; k < NCOLS; k++)
+				if (ix[k] < 0) { rc = errf(err, "%s: header lacks column '%s' (FORMAT.md)", path, colnames[k]); goto out; }
+			header = 1;
+			ncell_hdr = nc;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			struct val_row *nr = realloc(rows, cap * sizeof(*rows));
+			if (!nr) { rc = errf(err, "out of memory"); goto out; }
+			rows = nr;
+		}
+		struct val_row *r = &rows[n++];
+		memset(r, 0, sizeof(*r));
+		r->meas_tps = r->meas_mem_gib = -1;
+		if (nc != ncell_hdr) {
+			snprintf(r->id, sizeof(r->id), "line%d", n);
+			snprintf(r->reason, sizeof(r->reason), "row has %d cells, header has %d", nc, ncell_hdr);
+			continue;
+		}
+		snprintf(r->id, sizeof(r->id), "%s", cell[ix[C_ID]]);
+		snprintf(r->source, sizeof(r->source), "%s", cell[ix[C_SOURCE]]);
+		snprintf(r->model, sizeof(r->model), "%s", cell[ix[C_MODEL]]);
+		snprintf(r->gpu, sizeof(r->gpu), "%s", cell[ix[C_GPU]]);
+		snprintf(r->status, sizeof(r->status), "%s", cell[ix[C_STATUS]]);
+		cell_int(cell[ix[C_NGPU]], &r->num_gpus);
+		cell_int(cell[ix[C_SEQ]], &r->seq);
+		cell_int(cell[ix[C_GBS]], &r->gbs);
+		if (*cell[ix[C_TPS]]) r->meas_tps = atof(cell[ix[C_TPS]]);
+		if (*cell[ix[C_MEM]]) r->meas_mem_gib = atof(cell[ix[C_MEM]]);
+		r->mem_rank0 = strstr(cell[ix[C_NOTES]], "rank 0") != NULL;
+		struct model m;
+		struct plan p;
+		if (row_to_inputs(cell, ix, r, &m, &p) == 0)
+			predict(r, &m, &p);
+	}
+	if (!header) rc = errf(err, "%s: no header line", path);
+out:
+	free(text);
+	if (rc) { free(rows); return rc; }
+	*rows_out = rows;
+	*nrows = n;
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void ranks_of(const double *x, int n, double *rk)
+{
+	for (int i = 0; i < n; i++) {
+		double less = 0, eq = 0;
+		for (int j = 0; j < n; j++) { less += x[j] < x[i]; eq += x[j] == x[i]; }
+		rk[i] = less + (eq + 1) / 2; /* average rank of a tie */
+	}
+}
+
+double spearman(const double *x, const double *y, int n)
+{
+	if (n < 2) return 0;
+	double *rx = malloc(2 * n * sizeof(double)), *ry = rx + n;
+	if (!rx) return 0;
+	ranks_of(x, n, rx);
+	ranks_of(y, n, ry);
+	double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+	for (int i = 0; i < n; i++) { mx += rx[i]; my += ry[i]; }
+	mx /= n; my /= n;
+	for (int i = 0; i < n; i++) {
+		sxy += (rx[i] - mx) * (ry[i] - my);
+		sxx += (rx[i] - mx) * (rx[i] - mx);
+		syy += (ry[i] - my) * (ry[i] - my);
+	}
+	free(rx);
+	return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0;
+}
+
+static int same_group(const struct val_row *a, const struct val_row *b)
+{
+	return !strcmp(a->model, b->model) && !strcmp(a->gpu, b->gpu) && a->num_gpus == b->num_gpus &&
+	       a->seq == b->seq && a->gbs == b->gbs;
+}
+
+void validate_summarize(const struct val_row *rows, int n, struct val_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->rows = n;
+	double *ape = malloc((n + 1) * sizeof(double));
+	double *x = malloc((n + 1) * sizeof(double)), *y = malloc((n + 1) * sizeof(double));
+	int *done = calloc(n + 1, sizeof(int));
+	if (!ape || !x || !y || !done) goto out;
+	int fit_ok = 0;
+	double mem_sum = 0;
+	for (int i = 0; i < n; i++) {
+		const struct val_row *r = &rows[i];
+		if (!r->simulated) { s->not_simulated++; continue; }
+		s->simulated++;
+		if (!strcmp(r->status, "ok") && r->meas_tps > 0)
+			ape[s->tps_rows++] = fabs(r->pred_tps - r->meas_tps) / r->meas_tps;
+		if (r->meas_mem_gib > 0 && !strcmp(r->status, "ok")) {
+			mem_sum += fabs(r->pred_mem_gib - r->meas_mem_gib) / r->meas_mem_gib;
+			s->mem_rows++;
+		}
+		if (!strcmp(r->status, "ok") || !strcmp(r->status, "oom")) {
+			s->fit_rows++;
+			fit_ok += r->pred_fits == !strcmp(r->status, "ok");
+		}
+	}
+	if (s->tps_rows) {
+		double sum = 0;
+		for (int i = 0; i < s->tps_rows; i++) sum += ape[i];
+		s->throughput_mape = sum / s->tps_rows;
+		qsort(ape, s->tps_rows, sizeof(double), cmp_double);
+		int k = s->tps_rows;
+		s->throughput_median_ape = k % 2 ? ape[k / 2] : (ape[k / 2 - 1] + ape[k / 2]) / 2;
+	}
+	if (s->mem_rows) s->memory_mape = mem_sum / s->mem_rows;
+	if (s->fit_rows) s->fit_accuracy = (double)fit_ok / s->fit_rows;
+	double rho_sum = 0, regret_sum = 0;
+	for (int i = 0; i < n; i++) {
+		if (done[i] || !rows[i].simulated) continue;
+		int k = 0, best_pick = -1;
+		double best_meas = 0, best_pred = -1;
+		for (int j = i; j < n; j++) {
+			const struct val_row *r = &rows[j];
+			if (!r->simulated || !same_group(&rows[i], r)) continue;
+			done[j] = 1;
+			int ok = !strcmp(r->status, "ok");
+			if (ok && r->meas_tps > 0) {
+				x[k] = r->pred_tps; y[k] = r->meas_tps; k++;
+				if (r->meas_tps > best_meas) best_meas = r->meas_tps;
+			}
+			if ((ok || !strcmp(r->status, "oom")) && r->pred_fits && r->pred_tps > best_pred) {
+				best_pred = r->pred_tps;
+				best_pick = j;
+			}
+		}
+		if (k < 3) continue;
+		s->groups++;
+		rho_sum += spearman(x, y, k);
+		double regret = 1;
+		if (best_pick >= 0 && !strcmp(rows[best_pick].status, "ok") && rows[best_pick].meas_tps > 0)
+			regret = 1 - rows[best_pick].meas_tps / best_meas;
+		regret_sum += regret;
+	}
+	if (s->groups) {
+		s->rank_spearman = rho_sum / s->groups;
+		s->top1_regret = regret_sum / s->groups;
+	}
+out:
+	free(ape); free(x); free(y); free(done);
+}
+
+void validate_print(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f)
+{
+	fprintf(f, "%s\n%-10s %-16s %-10s %5s %6s %12s %12s %8s %9s %9s %5s\n", path, "id", "gpu", "status", "gpus",
+		"seq", "pred tok/s", "meas tok/s", "err %", "pred GiB", "meas GiB", "fits");
+	for (int i = 0; i < n; i++) {
+		const struct val_row *r = &rows[i];
+		if (!r->simulated) continue;
+		char meas[16] = "-", errp[16] = "-", mm[16] = "-";
+		if (r->meas_tps > 0) {
+			snprintf(meas, sizeof(meas), "%.1f", r->meas_tps);
+			snprintf(errp, sizeof(errp), "%+.1f", 100 * (r->pred_tps - r->meas_tps) / r->meas_tps);
+		}
+		if (r->meas_mem_gib > 0) snprintf(mm, sizeof(mm), "%.1f", r->meas_mem_gib);
+		fprintf(f, "%-10s %-16s %-10s %5d %6d %12.1f %12s %8s %9.1f %9s %5s\n", r->id, r->gpu, r->status,
+			r->num_gpus, r->seq, r->pred_tps, meas, errp, r->pred_mem_gib, mm, r->pred_fits ? "yes" : "no");
+	}
+	if (s->not_simulated) {
+		fprintf(f, "not simulated (%d):\n", s->not_simulated);
+		for (int i = 0; i < n; i++)
+			if (!rows[i].simulated) fprintf(f, "  %-10s %s\n", rows[i].id, rows[i].reason);
+	}
+	fprintf(f, "rows %d, simulated %d, not simulated %d\n", s->rows, s->simulated, s->not_simulated);
+	fprintf(f, "throughput MAPE %.1f %%, median APE %.1f %% (%d ok rows with tokens/s)\n",
+		100 * s->throughput_mape, 100 * s->throughput_median_ape, s->tps_rows);
+	fprintf(f, "memory MAPE %.1f %% (%d ok rows with memory)\n", 100 * s->memory_mape, s->mem_rows);
+	fprintf(f, "fit/OOM predictions right %.1f %% (%d ok/oom rows)\n", 100 * s->fit_accuracy, s->fit_rows);
+	fprintf(f, "groups with >= 3 ok rows: %d; mean Spearman %.3f; mean top-1 regret %.1f %%\n",
+		s->groups, s->rank_spearman, 100 * s->top1_regret);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 32) fprintf(f, "\\u%04x", *s);
+		else fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f)
+{
+	fprintf(f, "{\"file\":");
+	json_str(f, path);
+	fprintf(f, ",\"rows\":%d,\"simulated\":%d,\"not_simulated\":%d,\"throughput_rows\":%d,\"throughput_mape\":%.6g,"
+		"\"throughput_median_ape\":%.6g,\"memory_rows\":%d,\"memory_mape\":%.6g,\"fit_rows\":%d,\"fit_accuracy\":%.6g,"
+		"\"groups\":%d,\"rank_spearman\":%.6g,\"top1_regret\":%.6g,\"results\":[",
+		s->rows, s->simulated, s->not_simulated, s->tps_rows, s->throughput_mape, s->throughput_median_ape,
+		s->mem_rows, s->memory_mape, s->fit_rows, s->fit_accuracy, s->groups, s->rank_spearman, s->top1_regret);
+	for (int i = 0; i < n; i++) {
+		const struct val_row *r = &rows[i];
+		fprintf(f, "%s{\"id\":", i ? "," : "");
+		json_str(f, r->id);
+		fprintf(f, ",\"status\":");
+		json_str(f, r->status);
+		fprintf(f, ",\"simulated\":%s", r->simulated ? "true" : "false");
+		if (!r->simulated) {
+			fprintf(f, ",\"reason\":");
+			json_str(f, r->reason);
+		} else {
+			fprintf(f, ",\"pred_tokens_per_s_per_gpu\":%.6g,\"pred_step_time_s\":%.6g,\"pred_mfu\":%.6g,"
+				"\"pred_mem_gib\":%.6g,\"pred_fits\":%s", r->pred_tps, r->pred_step_s, r->pred_mfu,
+				r->pred_mem_gib, r->pred_fits ? "true" : "false");
+		}
+		if (r->meas_tps > 0) fprintf(f, ",\"meas_tokens_per_s_per_gpu\":%.6g", r->meas_tps);
+		if (r->meas_mem_gib > 0) fprintf(f, ",\"meas_mem_gib\":%.6g", r->meas_mem_gib);
+		if (r->assumed[0]) { fprintf(f, ",\"assumed\":"); json_str(f, r->assumed); }
+		fputc('}', f);
+	}
+	fprintf(f, "]}\n");
+}

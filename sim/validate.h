@@ -1,0 +1,47 @@
+/* validate — reads measured training runs in the TSV format of shared/validation/FORMAT.md,
+ * predicts each row with the analytical model, and scores the predictions: throughput MAPE
+ * and median APE, memory MAPE, fit/OOM accuracy, and per group of rows sharing model, GPU,
+ * GPU count, sequence length and global batch the Spearman rank correlation and top-1 regret.
+ *
+ * Unknown plan settings (empty cells) get stated defaults (micro_batch 1, vpp 1, recompute
+ * none, schedule 1f1b/interleaved by vpp, vocab 51200) and the row says "assumed: ...".
+ * Rows that cannot be simulated are kept with the reason. Fractions, not percent. */
+#ifndef SCALEPLAN_VALIDATE_H
+#define SCALEPLAN_VALIDATE_H
+
+#include <stdio.h>
+
+struct val_row {
+	char id[32];
+	char source[64];
+	char model[64];
+	char gpu[32];
+	char status[8];
+	int num_gpus, seq, gbs;
+	int simulated;
+	char reason[300];          /* why not simulated */
+	char assumed[96];          /* defaults filled in for empty cells */
+	double meas_tps, meas_mem_gib; /* < 0 = not measured */
+	double pred_tps, pred_mem_gib, pred_step_s, pred_mfu;
+	int pred_fits;
+	int mem_rank0;             /* measurement covers rank 0 only (compare the first stage) */
+};
+
+struct val_summary {
+	int rows, simulated, not_simulated;
+	int tps_rows, mem_rows, fit_rows, groups;
+	double throughput_mape, throughput_median_ape, memory_mape, fit_accuracy;
+	double rank_spearman, top1_regret;
+};
+
+/* Parses and predicts every row of `path`. *rows is malloc'd (caller frees). Returns 0, or -1
+ * with err for a file that is not in the format (missing column, bad header). */
+int validate_file(const char *path, struct val_row **rows, int *nrows, char *err);
+void validate_summarize(const struct val_row *rows, int n, struct val_summary *s);
+void validate_print(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f);
+void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f);
+
+/* Spearman rank correlation of x and y (average ranks for ties); 0 if undefined. */
+double spearman(const double *x, const double *y, int n);
+
+#endif

@@ -1,0 +1,23 @@
+# scaleplan export: from a plan file, from flags, flags overriding the file; bad input.
+. "$(dirname "$0")/lib.sh"
+cat > "$TMP/plan.json" <<'J'
+{"model": "llama-3-70b", "gpu": "h100-sxm", "gpus": 512, "tp": 8, "pp": 4, "sp": true, "gbs": 1024, "seq": 8192}
+J
+expect_rc 0 "$SP" export "$TMP/plan.json" --format megatron
+expect_out '^--tensor-model-parallel-size 8 \\$'
+expect_out '^--pipeline-model-parallel-size 4 \\$'
+expect_out '^--sequence-parallel \\$'
+expect_rc 0 "$SP" export "$TMP/plan.json" --format megatron --tp 4
+expect_out '^--tensor-model-parallel-size 4 \\$'
+expect_rc 0 "$SP" export --format nanotron --model llama-3-8b --gpu h100-sxm --gpus 8 --gbs 64
+expect_out '^  dp: 8$'
+expect_out '^  batch_accumulation_per_replica: 8$'
+expect_rc 0 "$SP" export "$TMP/plan.json" --format torchtitan --zero 3
+expect_out '^fsdp_reshard_after_forward = "default"$'
+expect_rc 2 "$SP" export "$TMP/plan.json" --format alpa
+expect_err_line "unknown format 'alpa'"
+expect_rc 2 "$SP" export "$TMP/plan.json"
+expect_err_line '--format is required'
+expect_rc 2 "$SP" export "$TMP/plan.json" --format megatron --tp 3
+expect_err_line 'does not divide gpus'
+summary

@@ -1,0 +1,84 @@
+/* store — the results database: one SQLite file (default "scaleplan.db") holding every tune
+ * (its request as JSON, program version, time, enumeration counts), its finalists (full plan
+ * JSON + the prediction), and runs of plans with their per-step measurements (written by the
+ * runtime). Several processes may write one file at once: WAL journal, a busy timeout, and
+ * BEGIN IMMEDIATE around every write (reference/ecosystem.md §6). The file must live on a
+ * local disk (WAL does not work over network file systems).
+ *
+ * Ownership: struct store is opaque (store_open/store_close). Records read back own their
+ * strings; free them with store_tune_clear / store_finalist_clear / store_free_*. Records
+ * passed to the writers are only borrowed.
+ *
+ * Units: seconds, bytes; times of day are Unix seconds.
+ *
+ * Invariant: a file is only ever written after it has been recognised as a scaleplan store
+ * (application_id) or as an empty database; anything else — a corrupt file, a text file,
+ * another program's database, a store from a newer scaleplan — is refused untouched, and the
+ * schema version (PRAGMA user_version) only moves forward inside the transaction that ran the
+ * migrations. */
+#ifndef SCALEPLAN_STORE_H
+#define SCALEPLAN_STORE_H
+
+#define STORE_DEFAULT_PATH "scaleplan.db"
+#define STORE_SCHEMA_VERSION 1
+#define STORE_APPLICATION_ID 0x53504c4e /* "SPLN" */
+
+struct store;
+
+struct store_tune {
+	long id;               /* set by store_add_tune */
+	double created_s;      /* Unix time; store_add_tune fills it when 0 */
+	char version[32];      /* program version that ran the search */
+	char model[256], gpu[256];
+	int gpus;
+	char *inputs_json;     /* the request, a JSON object */
+	char *rejected_json;   /* {"reason": count, ...} */
+	long enumerated, feasible;
+	double search_s;       /* wall time of the search */
+	int nfinalists;        /* read back: finalists stored with it */
+};
+
+struct store_finalist {
+	long id, tune_id;      /* set by the store */
+	int rank;              /* 1 = best */
+	char *plan_json;
+	double step_time_s, tokens_per_s_per_gpu, mfu, peak_mem_bytes, capacity_bytes;
+	double bubble_fraction, exposed_comm_s;
+	int fits, refined;     /* refined: the event engine, not the analytical model, timed it */
+};
+
+/* Opens (create != 0: creates when absent) and migrates the store at path. Returns 0, or -1
+ * with err (e.g. "store: x.db is not a scaleplan database (file is not a database)"). */
+int store_open(const char *path, int create, struct store **out, char *err);
+void store_close(struct store *s);
+/* The schema version of the open file (== STORE_SCHEMA_VERSION after a successful open). */
+int store_user_version(struct store *s);
+
+/* One transaction: the tune and its finalists. Sets t->id and each f[i].id/tune_id. */
+int store_add_tune(struct store *s, struct store_tune *t, struct store_finalist *f, int nf,
+		   char *err);
+
+/* Every tune, oldest first (*out malloc'd, free with store_free_tunes). */
+int store_list_tunes(struct store *s, struct store_tune **out, int *n, char *err);
+/* One tune; -1 with "store: no tune N" when absent. */
+int store_get_tune(struct store *s, long id, struct store_tune *t, char *err);
+/* Finalists of one tune by rank, or of every tune when tune_id == 0. */
+int store_list_finalists(struct store *s, long tune_id, struct store_finalist **out, int *n,
+			 char *err);
+int store_get_finalist(struct store *s, long id, struct store_finalist *f, char *err);
+
+void store_tune_clear(struct store_tune *t);
+void store_finalist_clear(struct store_finalist *f);
+void store_free_tunes(struct store_tune *t, int n);
+void store_free_finalists(struct store_finalist *f, int n);
+
+/* Runs (the runtime executing a plan): finalist_id 0 when the plan came from elsewhere. */
+int store_add_run(struct store *s, long finalist_id, const char *plan_json, const char *host,
+		  long *run_id, char *err);
+int store_add_measurement(struct store *s, long run_id, int step, double step_time_s,
+			  double tokens_per_s, double peak_mem_bytes, double loss, char *err);
+int store_finish_run(struct store *s, long run_id, const char *status, char *err);
+/* Measurements of a run: number of steps and their mean step time (0 steps: mean 0). */
+int store_run_summary(struct store *s, long run_id, int *steps, double *mean_step_s, char *err);
+
+#endif
