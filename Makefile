@@ -57,7 +57,7 @@ ifeq ($(HAVE_NVCC)$(if $(CUDA_SRC),1),11)
 CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
-.PHONY: all test asan bench bench-comm check clean cuda deps
+.PHONY: all test asan bench bench-comm check clean cuda deps gpu-test
 all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(B)/libscaleplan.a
@@ -103,6 +103,14 @@ build/cuda/%.o: %.cu
 build/libscaleplan_cuda.a: $(CUDA_SRC:%.cu=build/cuda/%.o)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+# Every CUDA kernel against its CPU reference; needs a GPU, so it is not part of `test`.
+build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_LIB) $(B)/libscaleplan.a
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	$(Q)$(NVCC) -O2 -std=c++17 -arch=sm_90 -I. -o $@ $< $(CUDA_LIB) $(B)/libscaleplan.a -lcublas -lopenblas -lm
+gpu-test: build/gpu/test_kernels_cuda
+	$(Q)build/gpu/test_kernels_cuda
 
 test: all
 	$(Q)tests/run.sh $(B) $(BIN)

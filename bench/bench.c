@@ -11,6 +11,7 @@ static const struct {
 	{"estimate", bench_estimate},
 	{"engine", bench_engine},
 	{"comm", bench_comm},
+	{"kernels", bench_kernels},
 };
 
 int main(int argc, char **argv)

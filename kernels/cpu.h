@@ -16,6 +16,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ---- linear: out = inp · wᵀ + bias ---------------------------------------------------- */
 void linear_forward(float *out /* (N, OC) */, const float *inp /* (N, IC) */,
                     const float *w /* (OC, IC) */, const float *bias /* (OC) or NULL */,
@@ -131,5 +135,9 @@ void grad_sumsq(float *sumsq /* (1), += */, const float *g, size_t n);
 /* Clipping by global norm (Pascanu et al. 2013): the factor to multiply gradients by. */
 float grad_clip_factor(float sumsq, float max_norm);
 void grad_scale(float *g, size_t n, float factor);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -197,14 +197,18 @@ int llama_create(struct llama **out, const struct model *cfg, const struct llama
 	m->specs = calloc((size_t)b.n, sizeof *m->specs);
 	m->layer = calloc((size_t)cfg->layers, sizeof *m->layer);
 	m->params = malloc(sizeof(float) * m->n_params);
-	m->grads = calloc(m->n_params, sizeof(float));
-	m->m = calloc(m->n_params, sizeof(float));
-	m->v = calloc(m->n_params, sizeof(float));
+	m->grads = malloc(sizeof(float) * m->n_params);
+	m->m = malloc(sizeof(float) * m->n_params);
+	m->v = malloc(sizeof(float) * m->n_params);
 	if (!m->specs || !m->layer || !m->params || !m->grads || !m->m || !m->v) {
 		errf(err, "model %s: out of memory for %zu parameters", cfg->name, m->n_params);
 		llama_destroy(m);
 		return -1;
 	}
+	/* explicit zeroing touches every page now rather than inside the first step */
+	memset(m->grads, 0, sizeof(float) * m->n_params);
+	memset(m->m, 0, sizeof(float) * m->n_params);
+	memset(m->v, 0, sizeof(float) * m->n_params);
 	b = (struct spec_builder){m->specs, 0, 0, 0};
 	build_specs(m, &b);
 	for (int i = 0; i < m->n_specs; i++)
@@ -415,6 +419,8 @@ int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int
 		llama_acts_destroy(a);
 		return -1;
 	}
+	memset(a->slab, 0, sizeof(float) * (b.nf ? b.nf : 1)); /* touch every page up front */
+	memset(a->islab, 0, sizeof(int) * (b.ni ? b.ni : 1));
 	b = (struct act_builder){.s = a->specs};
 	walk_acts(m, a, &b, 1);
 	rope_table(a->rope_tab, NULL, T, m->cfg.head_dim, m->cfg.rope_theta);

@@ -250,7 +250,7 @@ static void att_case(int B, int T, int H, int Hkv, int d, int fd)
 static void test_attention(void)
 {
 	att_case(2, 7, 4, 2, 8, 1);     /* GQA, one block */
-	att_case(1, 150, 2, 1, 4, 1);   /* multi-query, crosses a query block */
+	att_case(1, 300, 2, 1, 4, 1);   /* multi-query, crosses a 256-row query block */
 	att_case(1, 9, 3, 3, 6, 1);     /* MHA */
 	att_case(1, 1024, 2, 1, 16, 0); /* sequence 1024 */
 }
