@@ -162,8 +162,20 @@ static int remedies(const struct search_req *rq, const struct search_cand *k, st
 		case 1: p.recompute = RC_FULL; p.recompute_layers = -1; snprintf(r->what, sizeof(r->what), "full recompute"); break;
 		case 2: p.zero = 3; p.recompute = RC_FULL; p.recompute_layers = -1; snprintf(r->what, sizeof(r->what), "ZeRO-3 and full recompute"); break;
 		case 3: p.seq /= 2; p.gbs *= 2; snprintf(r->what, sizeof(r->what), "half the sequence (%d), same tokens per batch", p.seq); break;
-		case 4: p.dp *= 2; p.gpus *= 2; if (p.zero == 0) p.zero = 1;
-			snprintf(r->what, sizeof(r->what), "twice the GPUs (%d, dp %d, ZeRO-%d)", p.gpus, p.dp, p.zero); break;
+		case 4: /* the fewest doublings of dp (ZeRO-3, full recompute) that fit, up to 1024x */
+			p.zero = 3; p.recompute = RC_FULL; p.recompute_layers = -1;
+			for (int x = 2; x <= 1024; x *= 2) {
+				struct plan q = base;
+				q.zero = 3; q.recompute = RC_FULL; q.recompute_layers = -1; q.nstage_layers = 0;
+				q.dp = base.dp * x; q.gpus = base.gpus * x;
+				if (q.gbs % (q.dp * q.mbs)) q.gbs = q.dp * q.mbs;
+				p = q;
+				if (!plan_resolve(&q, rq->m, rq->h, err) && !plan_validate(&q, rq->m, rq->h, err) &&
+				    !estimate_plan(rq->m, rq->h, &q, &e, err) && e.fits)
+					break;
+			}
+			snprintf(r->what, sizeof(r->what), "%d GPUs (dp %d, ZeRO-3, full recompute, gbs %d)", p.gpus, p.dp, p.gbs);
+			break;
 		case 5: p.mbs = 1; p.sp = p.tp > 1; snprintf(r->what, sizeof(r->what), "micro-batch 1 with SP"); break;
 		}
 		if (plan_resolve(&p, rq->m, rq->h, err) || plan_validate(&p, rq->m, rq->h, err) ||
@@ -194,7 +206,7 @@ static void print_infeasible(const struct search_req *rq, const struct search_re
 	fprintf(f, "what would make it fit:\n");
 	for (int i = 0; i < n; i++)
 		fprintf(f, "  %-50s peak %7.1f GiB  %s\n", r[i].what, r[i].peak / GIB, r[i].fits ? "fits" : "still does not fit");
-	fprintf(f, "  (or a GPU with more memory; or more GPUs: re-run with --gpus %d)\n", rq->gpus * 2);
+	fprintf(f, "  (or a GPU with more memory; re-run tune with more --gpus to search the whole space)\n");
 }
 
 static void print_counts(const struct search_req *rq, const struct search_result *res, FILE *f)
