@@ -9,6 +9,7 @@ static const struct {
 	void (*run)(void);
 } benches[] = {
 	{"estimate", bench_estimate},
+	{"engine", bench_engine},
 };
 
 int main(int argc, char **argv)

@@ -6,5 +6,6 @@
 #define BENCH_LINE(name, value, unit) printf("bench %s %.6g %s\n", name, (double)(value), unit)
 
 void bench_estimate(void);   /* bench/bench_estimate.c */
+void bench_engine(void);     /* bench/bench_engine.c */
 
 #endif

@@ -22,6 +22,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_pipeline(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 
 /* Shared plan-flag handling: if argv[*i] is a plan flag (--tp 8, --sp, --no-sp, --plan F,

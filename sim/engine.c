@@ -250,7 +250,14 @@ static int check_costs(const struct sched *s, const struct engine_costs *c, char
 			return errf(err, "engine: stage %d: op times must be non-negative numbers", k);
 		if (c->p2p && k + 1 < s->nstages && !(c->p2p[k] >= 0))
 			return errf(err, "engine: boundary %d: p2p time must be a non-negative number", k);
+		if ((c->dp_reduce && !(c->dp_reduce[k] >= 0)) || (c->param_gather && !(c->param_gather[k] >= 0)) ||
+		    (c->opt && !(c->opt[k] >= 0)) || (c->t_fb && isnan(c->t_fb[k])))
+			return errf(err, "engine: stage %d: reduce/gather/optimizer times must be non-negative numbers", k);
 	}
+	if (c->op_time)
+		for (size_t i = 0; i < s->nops; i++)
+			if (isnan(c->op_time[i]))
+				return errf(err, "engine: measured time of op %zu is not a number", i);
 	return 0;
 }
 

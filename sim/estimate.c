@@ -273,7 +273,8 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		w->tp_s /= 2; w->cp_s /= 2; w->ep_s /= 2; w->rc_s /= 2;
 		w->flops_model /= 2; w->flops_hw /= 2;
 	}
-	double t = p->tp, T = c->T, H = m->hidden, V = m->vocab, E = c->act_bytes;
+	double t = p->tp, T = c->T, H = m->hidden, E = c->act_bytes;
+	double V = ceil(m->vocab / (128.0 * t)) * 128.0 * t; /* padded vocabulary [MCODE] */
 	if (w->has_embed) {
 		w->params += embedding_params(m) / t;
 		w->params_dense += embedding_params(m) / t;

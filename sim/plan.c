@@ -353,8 +353,8 @@ int plan_validate(const struct plan *p, const struct model *m, const struct hw *
 			return errf(err, "plan: tp (%d) does not divide num_attention_heads (%d)", p->tp, m->heads);
 		if (m->kv_heads % p->tp && p->tp % m->kv_heads)
 			return errf(err, "plan: tp (%d) and num_key_value_heads (%d) must divide one another", p->tp, m->kv_heads);
-		if (m->vocab % p->tp)
-			return errf(err, "plan: tp (%d) does not divide vocab_size (%d)", p->tp, m->vocab);
+		/* the vocabulary need not divide by tp: it is padded, as Megatron pads to a multiple
+		 * of 128*tp (--make-vocab-size-divisible-by) */
 		if (m->ffn_hidden % p->tp)
 			return errf(err, "plan: tp (%d) does not divide intermediate_size (%d)", p->tp, m->ffn_hidden);
 		if (p->seq % (p->cp > 1 ? 2 * p->cp : 1))

@@ -30,7 +30,7 @@ run_mpi() {
 	if [ "$f" -ne 0 ] || [ $rc -ne 0 ]; then bad "$prog np=$np rc $rc: $(grep FAIL "$TMP/err" | head -n 10)"; fi
 }
 for np in 2 4 8; do
-	for prog in test_comm; do run_mpi "$np" "$prog"; done
+	for prog in test_comm test_zero; do run_mpi "$np" "$prog"; done
 done
 PASS=$((PASS + total_p)); FAIL=$((FAIL + total_f))
 summary

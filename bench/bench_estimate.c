@@ -1,0 +1,39 @@
+/* bench_estimate — speed of one analytical estimate (target ≤ 2 µs, ≥ 500k plans/s on one
+ * core) on the README's Llama-3-70B / 512 H100 plan, plus the variety the tuner sees. */
+#include "bench/bench.h"
+#include "sim/estimate.h"
+#include "sim/hw.h"
+#include "sim/model.h"
+#include "sim/plan.h"
+#include "sim/util.h"
+
+void bench_estimate(void)
+{
+	struct model m;
+	struct hw h;
+	struct plan p;
+	struct estimate e;
+	char err[ERR_LEN];
+	if (model_load("llama-3-70b", &m, err) || hw_load("h100-sxm", &h, err)) {
+		fprintf(stderr, "bench_estimate: %s\n", err);
+		return;
+	}
+	plan_defaults(&p);
+	p.gpus = 512; p.tp = 8; p.pp = 8; p.zero = 1; p.sp = 1; p.recompute = RC_SELECTIVE;
+	p.mbs = 1; p.gbs = 512; p.seq = 8192;
+	if (plan_resolve(&p, &m, &h, err) || plan_validate(&p, &m, &h, err)) {
+		fprintf(stderr, "bench_estimate: %s\n", err);
+		return;
+	}
+	int n = 200000;
+	double sink = 0, t0 = now_s();
+	for (int i = 0; i < n; i++) {
+		p.mbs = 1 + (i & 1); /* defeat any caching */
+		estimate_plan(&m, &h, &p, &e, err);
+		sink += e.step_time_s;
+	}
+	double dt = now_s() - t0;
+	BENCH_LINE("estimate_us", 1e6 * dt / n, "us");
+	BENCH_LINE("estimate_plans_per_s", n / dt, "plans/s");
+	if (sink < 0) printf("%g\n", sink);
+}

@@ -1,0 +1,424 @@
+/* model — the parameter and activation tables, deterministic initialisation, AdamW over the
+ * flat buffers, and the FLOP count. The forward and backward passes are in model_pass.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/cpu.h"
+#include "runtime/model.h"
+#include "sim/util.h"
+
+void llama_opts_default(struct llama_opts *o)
+{
+	o->seed = 1234;
+	o->init_std = 0.02f;
+	o->aux_coef = 0.01f;
+}
+
+void adamw_opts_default(struct adamw_opts *o)
+{
+	o->lr = 3e-4f;
+	o->beta1 = 0.9f;
+	o->beta2 = 0.95f;
+	o->eps = 1e-8f;
+	o->weight_decay = 0.1f;
+	o->max_grad_norm = 1.0f;
+}
+
+static int check_config(const struct model *c, char *err)
+{
+	if (c->layers <= 0 || c->hidden <= 0 || c->heads <= 0 || c->kv_heads <= 0 || c->head_dim <= 0 || c->vocab <= 0)
+		return errf(err, "model %s: layers, hidden, heads, kv_heads, head_dim and vocab must be positive", c->name);
+	if (c->heads % c->kv_heads)
+		return errf(err, "model %s: kv_heads (%d) does not divide heads (%d)", c->name, c->kv_heads, c->heads);
+	if (c->head_dim % 2)
+		return errf(err, "model %s: head_dim (%d) must be even for rotary embeddings", c->name, c->head_dim);
+	if (c->norm != NORM_RMS)
+		return errf(err, "model %s: the runtime supports RMSNorm only", c->name);
+	if (c->pos_emb)
+		return errf(err, "model %s: learned position embeddings are not supported (RoPE only)", c->name);
+	if (c->kv_lora_rank || c->q_lora_rank)
+		return errf(err, "model %s: multi-head latent attention is not supported", c->name);
+	if (c->rope_theta <= 0.0)
+		return errf(err, "model %s: rope_theta must be positive", c->name);
+	for (int l = 0; l < c->layers; l++)
+		if (!model_layer_is_moe(c, l) && c->ffn_hidden <= 0)
+			return errf(err, "model %s: layer %d is dense but ffn_hidden is %d", c->name, l, c->ffn_hidden);
+	if (model_is_moe(c)) {
+		if (c->moe_topk <= 0 || c->moe_topk > c->moe_experts || c->moe_ffn_hidden <= 0)
+			return errf(err, "model %s: MoE needs 0 < moe_topk (%d) <= moe_experts (%d) and moe_ffn_hidden > 0",
+			            c->name, c->moe_topk, c->moe_experts);
+		if (c->mlp != MLP_SWIGLU)
+			return errf(err, "model %s: MoE experts are SwiGLU; mlp must be SwiGLU", c->name);
+	}
+	return 0;
+}
+
+/* ---- parameter table ---------------------------------------------------------------- */
+
+struct spec_builder { struct param_spec *s; int n, cap; size_t off; };
+
+static size_t add_param(struct spec_builder *b, const char *name, int layer, int expert, int rows, int cols,
+                        enum shard_kind shard, enum init_kind init, float std)
+{
+	if (b->s) {
+		struct param_spec *p = &b->s[b->n];
+		snprintf(p->name, sizeof p->name, "%s", name);
+		p->layer = layer;
+		p->expert = expert;
+		p->offset = b->off;
+		p->numel = (size_t)rows * cols;
+		p->rows = rows;
+		p->cols = cols;
+		p->shard = shard;
+		p->decay = rows > 1;
+		p->init = init;
+		p->init_std = init == INIT_NORMAL ? std : 0.0f;
+	}
+	size_t at = b->off;
+	b->n++;
+	b->off += (size_t)rows * cols;
+	return at;
+}
+
+#define NOPE ((size_t)-1)
+
+/* Called twice: once to count (b->s == NULL), once to fill. */
+static void build_specs(struct llama *m, struct spec_builder *b)
+{
+	const struct model *c = &m->cfg;
+	const int C = c->hidden, d = c->head_dim, q = c->heads * d, kv = c->kv_heads * d;
+	const float std = m->opts.init_std, ostd = std / sqrtf(2.0f * c->layers); /* GPT-2 */
+	char nm[48];
+	m->embed = add_param(b, "embed", -1, -1, c->vocab, C, SHARD_VOCAB, INIT_NORMAL, std);
+	for (int l = 0; l < c->layers; l++) {
+		struct llama_layer_offsets o = {NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE};
+#define P(field, suffix, r, cc, shard, init, sd) do { \
+	snprintf(nm, sizeof nm, "layers.%d.%s", l, suffix); \
+	size_t at_ = add_param(b, nm, l, -1, r, cc, shard, init, sd); \
+	if (field == NOPE) field = at_; \
+} while (0)
+		P(o.attn_norm, "attn_norm", 1, C, SHARD_REPLICATED, INIT_ONES, 0);
+		P(o.wqkv, "attn.wq", q, C, SHARD_COLUMN, INIT_NORMAL, std);
+		P(o.wqkv, "attn.wk", kv, C, SHARD_COLUMN, INIT_NORMAL, std);
+		P(o.wqkv, "attn.wv", kv, C, SHARD_COLUMN, INIT_NORMAL, std);
+		if (c->qkv_bias) {
+			P(o.bqkv, "attn.bq", 1, q, SHARD_COLUMN, INIT_ZEROS, 0);
+			P(o.bqkv, "attn.bk", 1, kv, SHARD_COLUMN, INIT_ZEROS, 0);
+			P(o.bqkv, "attn.bv", 1, kv, SHARD_COLUMN, INIT_ZEROS, 0);
+		}
+		P(o.wo, "attn.wo", C, q, SHARD_ROW, INIT_NORMAL, ostd);
+		P(o.mlp_norm, "mlp_norm", 1, C, SHARD_REPLICATED, INIT_ONES, 0);
+		if (!model_layer_is_moe(c, l)) {
+			const int F = c->ffn_hidden;
+			if (c->mlp == MLP_SWIGLU) {
+				P(o.w_in, "mlp.gate", F, C, SHARD_COLUMN, INIT_NORMAL, std);
+				P(o.w_in, "mlp.up", F, C, SHARD_COLUMN, INIT_NORMAL, std);
+				P(o.w_out, "mlp.down", C, F, SHARD_ROW, INIT_NORMAL, ostd);
+			} else {
+				P(o.w_in, "mlp.fc", F, C, SHARD_COLUMN, INIT_NORMAL, std);
+				P(o.w_out, "mlp.proj", C, F, SHARD_ROW, INIT_NORMAL, ostd);
+			}
+		} else {
+			const int Fe = c->moe_ffn_hidden, Fs = c->moe_ffn_hidden * c->moe_shared_experts;
+			P(o.router, "router", c->moe_experts, C, SHARD_REPLICATED, INIT_NORMAL, std);
+			for (int e = 0; e < c->moe_experts; e++) {
+				static const char *const part[3] = {"gate", "up", "down"};
+				for (int i = 0; i < 3; i++) {
+					snprintf(nm, sizeof nm, "layers.%d.experts.%d.%s", l, e, part[i]);
+					size_t at = add_param(b, nm, l, e, i < 2 ? Fe : C, i < 2 ? C : Fe, SHARD_EXPERT,
+					                      INIT_NORMAL, i < 2 ? std : ostd);
+					if (o.experts == NOPE) o.experts = at;
+				}
+			}
+			if (Fs > 0) {
+				P(o.shared_in, "shared.gate", Fs, C, SHARD_COLUMN, INIT_NORMAL, std);
+				P(o.shared_in, "shared.up", Fs, C, SHARD_COLUMN, INIT_NORMAL, std);
+				P(o.shared_out, "shared.down", C, Fs, SHARD_ROW, INIT_NORMAL, ostd);
+			}
+		}
+#undef P
+		if (b->s) m->layer[l] = o;
+	}
+	m->final_norm = add_param(b, "final_norm", -1, -1, 1, C, SHARD_REPLICATED, INIT_ONES, 0);
+	m->lm_head = c->tied ? m->embed : add_param(b, "lm_head", -1, -1, c->vocab, C, SHARD_VOCAB, INIT_NORMAL, std);
+}
+
+/* ---- initialisation: counter-based, so any slice can be produced on its own ---------- */
+
+static uint64_t mix64(uint64_t z) /* splitmix64's finaliser (Steele et al. 2014) */
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void llama_param_init(const struct llama *m, int spec, size_t begin, size_t count, float *dst)
+{
+	const struct param_spec *s = &m->specs[spec];
+	if (s->init != INIT_NORMAL) {
+		for (size_t i = 0; i < count; i++) dst[i] = s->init == INIT_ONES ? 1.0f : 0.0f;
+		return;
+	}
+	const uint64_t key = mix64(m->opts.seed ^ mix64(0x5ca1e9ull + (uint64_t)spec));
+	for (size_t i = 0; i < count; i++) {
+		/* Box–Muller on two 24-bit uniforms; u1 in (0, 1] keeps the log finite */
+		uint64_t r = mix64(key + (begin + i) * 0x9e3779b97f4a7c15ull);
+		double u1 = ((r >> 40) + 1) * (1.0 / 16777216.0), u2 = ((r >> 16) & 0xffffff) * (1.0 / 16777216.0);
+		dst[i] = s->init_std * (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+	}
+}
+
+void llama_destroy(struct llama *m)
+{
+	if (!m) return;
+	free(m->specs);
+	free(m->layer);
+	free(m->params);
+	free(m->grads);
+	free(m->m);
+	free(m->v);
+	free(m);
+}
+
+int llama_create(struct llama **out, const struct model *cfg, const struct llama_opts *o, char *err)
+{
+	*out = NULL;
+	if (check_config(cfg, err)) return -1;
+	struct llama *m = calloc(1, sizeof *m);
+	if (!m) return errf(err, "model %s: out of memory", cfg->name);
+	m->cfg = *cfg;
+	if (o) m->opts = *o;
+	else llama_opts_default(&m->opts);
+	struct spec_builder b = {0};
+	build_specs(m, &b);
+	m->n_specs = b.n;
+	m->n_params = b.off;
+	m->specs = calloc((size_t)b.n, sizeof *m->specs);
+	m->layer = calloc((size_t)cfg->layers, sizeof *m->layer);
+	m->params = malloc(sizeof(float) * m->n_params);
+	m->grads = calloc(m->n_params, sizeof(float));
+	m->m = calloc(m->n_params, sizeof(float));
+	m->v = calloc(m->n_params, sizeof(float));
+	if (!m->specs || !m->layer || !m->params || !m->grads || !m->m || !m->v) {
+		errf(err, "model %s: out of memory for %zu parameters", cfg->name, m->n_params);
+		llama_destroy(m);
+		return -1;
+	}
+	b = (struct spec_builder){m->specs, 0, 0, 0};
+	build_specs(m, &b);
+	for (int i = 0; i < m->n_specs; i++)
+		llama_param_init(m, i, 0, m->specs[i].numel, m->params + m->specs[i].offset);
+	*out = m;
+	return 0;
+}
+
+void llama_zero_grad(struct llama *m)
+{
+	memset(m->grads, 0, sizeof(float) * m->n_params);
+}
+
+float llama_step(struct llama *m, const struct adamw_opts *o)
+{
+	float sumsq = 0.0f;
+	grad_sumsq(&sumsq, m->grads, m->n_params);
+	const float scale = grad_clip_factor(sumsq, o->max_grad_norm);
+	m->step++;
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		adamw_step(m->params + s->offset, m->grads + s->offset, m->m + s->offset, m->v + s->offset,
+		           s->numel, o->lr, o->beta1, o->beta2, o->eps, s->decay ? o->weight_decay : 0.0f,
+		           m->step, scale);
+	}
+	return sqrtf(sumsq);
+}
+
+double llama_step_flops(const struct model *c, int B, int T)
+{
+	const double C = c->hidden, q = (double)c->heads * c->head_dim, kv = (double)c->kv_heads * c->head_dim;
+	double per_token = 0.0; /* forward multiply-adds per token */
+	for (int l = 0; l < c->layers; l++) {
+		per_token += C * (q + 2 * kv) + q * C;
+		per_token += q * (double)T; /* QKᵀ and PV, each over the causal half T/2 */
+		if (!model_layer_is_moe(c, l))
+			per_token += (c->mlp == MLP_SWIGLU ? 3.0 : 2.0) * C * c->ffn_hidden;
+		else
+			per_token += C * c->moe_experts + 3.0 * C * c->moe_ffn_hidden *
+			             (c->moe_topk + c->moe_shared_experts);
+	}
+	per_token += C * c->vocab;
+	return 3.0 * 2.0 * per_token * (double)B * T; /* 2 FLOPs per multiply-add; fwd + 2× bwd */
+}
+
+/* ---- activation table ---------------------------------------------------------------- */
+
+struct act_builder { struct act_spec *s; int n; size_t nf, ni; };
+
+/* First pass (s == NULL) counts; the second records offsets, from which walk_acts sets the
+ * pointers once the slabs exist. */
+static void act(struct act_builder *b, const char *name, int layer, size_t numel, int is_int)
+{
+	if (b->s) {
+		struct act_spec *p = &b->s[b->n];
+		snprintf(p->name, sizeof p->name, "%s", name);
+		p->layer = layer;
+		p->numel = numel;
+		p->is_int = is_int;
+		p->offset = is_int ? b->ni : b->nf;
+	}
+	b->n++;
+	/* round every tensor up to 16 elements (64 bytes) so rows start cache-line aligned */
+	size_t padded = (numel + 15) & ~(size_t)15;
+	if (is_int) b->ni += padded;
+	else b->nf += padded;
+}
+
+/* Walks the activation layout; with `set`, assigns each pointer from its spec's offset. */
+static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_builder *b, int set)
+{
+	const struct model *c = &m->cfg;
+	const size_t N = (size_t)a->N, C = (size_t)c->hidden, d = (size_t)c->head_dim;
+	const size_t q = (size_t)c->heads * d, qkv = q + 2 * (size_t)c->kv_heads * d;
+	const size_t E = (size_t)c->moe_experts, k = (size_t)c->moe_topk, NK = N * k;
+	const size_t Fe = (size_t)c->moe_ffn_hidden, Fs = Fe * (size_t)c->moe_shared_experts;
+	size_t Fmax = (size_t)c->ffn_hidden > Fs ? (size_t)c->ffn_hidden : Fs;
+#define F(name, layer, numel, field) do { act(b, name, layer, numel, 0); \
+	if (set) field = a->slab + b->s[b->n - 1].offset; } while (0)
+#define I(name, layer, numel, field) do { act(b, name, layer, numel, 1); \
+	if (set) field = a->islab + b->s[b->n - 1].offset; } while (0)
+	I("tokens", -1, N, a->tokens);
+	I("targets", -1, N, a->targets);
+	F("rope_tab", -1, (size_t)a->T * d, a->rope_tab);
+	F("res", -1, ((size_t)c->layers + 1) * N * C, a->res);
+	for (int l = 0; l < c->layers; l++) {
+		struct llama_layer_acts *L = &a->l[l];
+		/* weight-gradient inputs: per layer when split_w, else all layers share layer 0's */
+		struct llama_layer_acts *G = a->split_w ? L : &a->l[0];
+		int own = a->split_w || l == 0;
+		F("ln1", l, N * C, L->ln1);
+		F("rstd1", l, N, L->rstd1);
+		F("qkv", l, N * qkv, L->qkv);
+		F("att", l, N * q, L->att);
+		F("lse", l, N * (size_t)c->heads, L->lse);
+		F("mid", l, N * C, L->mid);
+		F("ln2", l, N * C, L->ln2);
+		F("rstd2", l, N, L->rstd2);
+		if (own) {
+			F("d_qkv", l, N * qkv, G->d_qkv);
+			F("d_ao", l, N * C, G->d_ao);
+			F("d_mo", l, N * C, G->d_mo);
+		}
+		if (!model_layer_is_moe(c, l)) {
+			size_t w = c->mlp == MLP_SWIGLU ? 2 * (size_t)c->ffn_hidden : (size_t)c->ffn_hidden;
+			F("pre", l, N * w, L->pre);
+			F("h", l, N * (size_t)c->ffn_hidden, L->h);
+			if (a->split_w) F("d_pre", l, N * w, L->d_pre);
+		} else {
+			F("rlogits", l, N * E, L->rlogits);
+			F("probs", l, N * E, L->probs);
+			F("topw", l, NK, L->topw);
+			F("frac", l, E, L->frac);
+			I("topi", l, NK, L->topi);
+			I("offsets", l, E + 1, L->offsets);
+			I("perm", l, NK, L->perm);
+			I("slot_of", l, NK, L->slot_of);
+			F("xe", l, NK * C, L->xe);
+			F("gue", l, NK * 2 * Fe, L->gue);
+			F("he", l, NK * Fe, L->he);
+			F("ye", l, NK * C, L->ye);
+			if (Fs) {
+				F("sgu", l, N * 2 * Fs, L->sgu);
+				F("sh", l, N * Fs, L->sh);
+			}
+			if (a->split_w) {
+				F("d_rlogits", l, N * E, L->d_rlogits);
+				F("d_gue", l, NK * 2 * Fe, L->d_gue);
+				F("d_ye", l, NK * C, L->d_ye);
+				if (Fs) F("d_sgu", l, N * 2 * Fs, L->d_sgu);
+			}
+		}
+		if (!a->split_w && set && l > 0) {
+			L->d_qkv = G->d_qkv;
+			L->d_ao = G->d_ao;
+			L->d_mo = G->d_mo;
+		}
+	}
+	if (!a->split_w) { /* shared MLP gradient slots, sized for the widest layer */
+		size_t w = c->mlp == MLP_SWIGLU ? 2 * Fmax : Fmax;
+		float *d_pre = NULL, *d_rl = NULL, *d_gue = NULL, *d_ye = NULL, *d_sgu = NULL;
+		F("d_pre", -1, N * w, d_pre);
+		if (E) {
+			F("d_rlogits", -1, N * E, d_rl);
+			F("d_gue", -1, NK * 2 * Fe, d_gue);
+			F("d_ye", -1, NK * C, d_ye);
+			F("d_sgu", -1, N * 2 * Fs, d_sgu);
+		}
+		if (set)
+			for (int l = 0; l < c->layers; l++) {
+				a->l[l].d_pre = d_pre;
+				a->l[l].d_rlogits = d_rl;
+				a->l[l].d_gue = d_gue;
+				a->l[l].d_ye = d_ye;
+				a->l[l].d_sgu = d_sgu;
+			}
+	}
+	F("lnf", -1, N * C, a->lnf);
+	F("rstdf", -1, N, a->rstdf);
+	F("logits", -1, N * (size_t)c->vocab, a->logits);
+	F("losses", -1, N, a->losses);
+	F("lse_ce", -1, N, a->lse_ce);
+	F("dres", -1, N * C, a->dres);
+	F("dln", -1, N * C, a->dln);
+	F("datt", -1, N * q, a->datt);
+	F("dh", -1, N * Fmax, a->dh);
+	if (E) {
+		F("dxe", -1, NK * C, a->dxe);
+		F("dhe", -1, NK * Fe, a->dhe);
+		F("dtopw", -1, NK, a->dtopw);
+	}
+	F("att_scratch", -1, attention_scratch_floats(a->B, a->T, c->heads), a->att_scratch);
+#undef F
+#undef I
+}
+
+void llama_acts_destroy(struct llama_acts *a)
+{
+	if (!a) return;
+	free(a->specs);
+	free(a->l);
+	free(a->slab);
+	free(a->islab);
+	free(a);
+}
+
+int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int T, int split_w, char *err)
+{
+	*out = NULL;
+	if (B <= 0 || T <= 0) return errf(err, "activations: B (%d) and T (%d) must be positive", B, T);
+	struct llama_acts *a = calloc(1, sizeof *a);
+	if (!a) return errf(err, "activations: out of memory");
+	a->B = B;
+	a->T = T;
+	a->N = B * T;
+	a->split_w = split_w != 0;
+	a->l = calloc((size_t)m->cfg.layers, sizeof *a->l);
+	struct act_builder b = {0};
+	if (a->l) walk_acts(m, a, &b, 0);
+	a->n_specs = b.n;
+	a->n_floats = b.nf;
+	a->n_ints = b.ni;
+	a->specs = calloc((size_t)b.n, sizeof *a->specs);
+	a->slab = malloc(sizeof(float) * (b.nf ? b.nf : 1));
+	a->islab = malloc(sizeof(int) * (b.ni ? b.ni : 1));
+	if (!a->l || !a->specs || !a->slab || !a->islab) {
+		errf(err, "activations: out of memory for %zu floats", b.nf);
+		llama_acts_destroy(a);
+		return -1;
+	}
+	b = (struct act_builder){.s = a->specs};
+	walk_acts(m, a, &b, 1);
+	rope_table(a->rope_tab, NULL, T, m->cfg.head_dim, m->cfg.rope_theta);
+	a->dloss = 1.0f;
+	*out = a;
+	return 0;
+}

@@ -1,0 +1,147 @@
+/* model — a single-rank Llama-style decoder built from struct model (sim/model.h): token
+ * embedding, decoder blocks (RMSNorm, RoPE, causal GQA attention, SwiGLU or GeLU MLP, or a
+ * MoE MLP with top-k routing, shared experts and the Switch load-balancing loss), final
+ * RMSNorm, LM head (tied or not), cross-entropy; forward, backward and AdamW on the CPU
+ * reference kernels (kernels/cpu.h). The parallel runtime shards and buckets by the tables.
+ *
+ * Ownership: struct llama owns four flat fp32 buffers of n_params floats with ONE layout —
+ * params, grads, and AdamW's m and v — described by the table specs[] (one entry per tensor,
+ * offsets in floats). struct llama_acts owns one micro-batch's activations: one float slab
+ * and one int slab, sized from its own spec table; create one per micro-batch in flight.
+ * Units: element counts; losses in nats.
+ *
+ * Invariant a reader could not guess: within a layer, tensors that are used as one fused GEMM
+ * are adjacent in the flat buffer — wq|wk|wv (one (q+2kv, C) matrix), bq|bk|bv, gate|up (one
+ * (2F, C) matrix), and each expert's gate|up|down — so shards must keep each piece's rows
+ * together. Gradients accumulate (+=) until llama_zero_grad(). */
+#ifndef SCALEPLAN_RUNTIME_MODEL_H
+#define SCALEPLAN_RUNTIME_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "sim/model.h"
+
+/* How a tensor is split across tensor-parallel (or expert-parallel) ranks (Megatron-LM). */
+enum shard_kind {
+	SHARD_REPLICATED, /* every rank holds it all (norms, router) */
+	SHARD_COLUMN,     /* rows (output features) split: wq, wk, wv, gate, up, their biases */
+	SHARD_ROW,        /* columns (input features) split: wo, down */
+	SHARD_VOCAB,      /* vocabulary rows split: embedding, LM head */
+	SHARD_EXPERT,     /* whole tensor lives on the rank owning `expert` */
+};
+enum init_kind { INIT_NORMAL, INIT_ONES, INIT_ZEROS };
+
+struct param_spec {
+	char name[48];         /* "layers.3.attn.wq", "layers.5.experts.2.gate", "embed" */
+	int layer;             /* decoder block, -1 for embed / final_norm / lm_head */
+	int expert;            /* routed expert index, -1 otherwise */
+	size_t offset, numel;  /* floats, into params / grads / m / v */
+	int rows, cols;        /* (out, in) for a matrix; rows = 1 for a vector */
+	enum shard_kind shard;
+	int decay;             /* AdamW weight decay applies (matrices), not to norms and biases */
+	enum init_kind init;
+	float init_std;        /* INIT_NORMAL only */
+};
+
+struct llama_opts {
+	uint64_t seed;         /* initial weights are a pure function of (seed, tensor, element) */
+	float init_std;        /* 0.02 as GPT-2; output projections get init_std/sqrt(2·layers) */
+	float aux_coef;        /* weight of the summed MoE load-balancing losses in the loss */
+};
+void llama_opts_default(struct llama_opts *o);
+
+struct llama_layer_offsets { /* offsets into the flat buffers; SIZE_MAX when absent */
+	size_t attn_norm, wqkv, bqkv, wo, mlp_norm;
+	size_t w_in, w_out;              /* dense MLP: gate|up (or GeLU fc) and down (or proj) */
+	size_t router, experts;          /* expert e: experts + e·(3·Fe·C), gate|up then down */
+	size_t shared_in, shared_out;    /* shared experts as one SwiGLU MLP of Fe·n_shared */
+};
+
+struct llama {
+	struct model cfg;
+	struct llama_opts opts;
+	int n_specs;
+	struct param_spec *specs;
+	size_t n_params;
+	float *params, *grads, *m, *v;
+	int step;                          /* AdamW steps taken */
+	struct llama_layer_offsets *layer; /* [cfg.layers] */
+	size_t embed, final_norm, lm_head; /* lm_head == embed when tied */
+};
+
+int llama_create(struct llama **out, const struct model *cfg, const struct llama_opts *o, char *err);
+void llama_destroy(struct llama *m);
+/* Writes elements [begin, begin+count) (row-major) of tensor `spec` as llama_create did:
+ * a sharded runtime initialises its slice to exactly the single-rank model's values. */
+void llama_param_init(const struct llama *m, int spec, size_t begin, size_t count, float *dst);
+void llama_zero_grad(struct llama *m);
+
+/* ---- one micro-batch's activations ---------------------------------------------------- */
+struct act_spec { char name[32]; int layer; size_t offset, numel; int is_int; };
+
+struct llama_layer_acts {
+	float *ln1, *rstd1, *qkv, *att, *lse, *mid, *ln2, *rstd2; /* attention half */
+	float *pre, *h;                     /* dense MLP: gate|up (or fc) output, activation */
+	float *rlogits, *probs, *topw, *frac, *xe, *gue, *he, *ye, *sgu, *sh; /* MoE */
+	int *topi, *offsets, *perm, *slot_of;
+	/* outputs of the input-gradient pass kept for the weight-gradient pass; one shared set
+	 * unless split_w, where each layer keeps its own until llama_layer_backward_w */
+	float *d_qkv, *d_ao, *d_pre, *d_mo, *d_rlogits, *d_gue, *d_ye, *d_sgu;
+	float aux_loss;
+};
+
+struct llama_acts {
+	int B, T, N, split_w;
+	int n_specs;
+	struct act_spec *specs;
+	size_t n_floats, n_ints;
+	float *slab;
+	int *islab;
+	int *tokens, *targets;       /* (N) copies of the inputs */
+	float *rope_tab;             /* (T, head_dim/2, 2) */
+	float *res;                  /* (layers+1, N, C): res + l·N·C is block l's input */
+	struct llama_layer_acts *l;  /* [layers] */
+	float *lnf, *rstdf, *logits, *losses, *lse_ce; /* head; logits become dlogits in backward */
+	float *dres;                 /* (N, C) gradient of the residual stream at the current layer */
+	float *dln, *datt, *dh, *dxe, *dhe, *dtopw, *att_scratch; /* backward scratch */
+	float ce_loss;               /* mean over counted targets (>= 0) of the last forward */
+	float dloss;                 /* d total loss / d this micro-batch's loss; set by
+	                              * llama_head_backward (a stage without the head sets it) */
+};
+
+/* split_w != 0 keeps every layer's weight-gradient inputs so W passes can be deferred. */
+int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int T, int split_w, char *err);
+void llama_acts_destroy(struct llama_acts *a);
+
+/* ---- forward: embed, then layers [l0, l1), then head (callable separately) --------------- */
+void llama_embed_forward(const struct llama *m, struct llama_acts *a, const int *tokens /* (B, T) */);
+void llama_layers_forward(const struct llama *m, struct llama_acts *a, int l0, int l1);
+/* Returns the mean cross-entropy over targets >= 0 (also in a->ce_loss). */
+float llama_head_forward(const struct llama *m, struct llama_acts *a, const int *targets /* (B, T) */);
+/* Sum over layers [l0, l1) of aux_coef · aux_loss (0 for a dense model). */
+float llama_aux_loss(const struct llama *m, const struct llama_acts *a, int l0, int l1);
+/* All of the above: cross-entropy + aux term. */
+float llama_forward(const struct llama *m, struct llama_acts *a, const int *tokens, const int *targets);
+
+/* ---- backward: head, then layers from l1-1 down to l0, then embed ------------------------
+ * dloss scales this micro-batch's loss (1/micro_batches for gradient accumulation). The head
+ * leaves d res[layers] in a->dres; a layer's B pass turns d res[l+1] into d res[l] in place. */
+void llama_head_backward(struct llama *m, struct llama_acts *a, float dloss);
+void llama_layer_backward_b(struct llama *m, struct llama_acts *a, int l); /* input grads */
+void llama_layer_backward_w(struct llama *m, struct llama_acts *a, int l); /* weight grads */
+void llama_layers_backward(struct llama *m, struct llama_acts *a, int l0, int l1); /* B then W */
+void llama_embed_backward(struct llama *m, struct llama_acts *a);
+void llama_backward(struct llama *m, struct llama_acts *a, float dloss);
+
+/* ---- optimizer ---------------------------------------------------------------------- */
+struct adamw_opts { float lr, beta1, beta2, eps, weight_decay, max_grad_norm; };
+void adamw_opts_default(struct adamw_opts *o); /* 3e-4, 0.9, 0.95, 1e-8, 0.1, 1.0 */
+/* Clips by global norm (max_grad_norm <= 0: never) and takes one AdamW step on every tensor,
+ * decaying only specs with decay set. Returns the global gradient norm before clipping. */
+float llama_step(struct llama *m, const struct adamw_opts *o);
+
+/* Model FLOPs of one forward+backward over B·T tokens (matmuls only, causal attention
+ * counted once per (query, key<=query) pair; Megatron-LM's convention). */
+double llama_step_flops(const struct model *cfg, int B, int T);
+
+#endif

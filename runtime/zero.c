@@ -1,0 +1,145 @@
+/* zero — ZeRO stages 0-2 over runtime/dp.h, and gradient clipping by global norm. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "runtime/zero.h"
+#include "sim/util.h"
+
+struct zero {
+	struct zero_cfg cfg;
+	struct comm *group;
+	struct dp *dp;
+	size_t nparams, owned;   /* owned: elements this rank updates */
+	float *grads;            /* the caller's, from zero_reduce_begin */
+	float *shard, *m, *v;
+	int step;
+	struct comm_req **req;
+};
+
+int grad_norm_global(double local_sq, struct comm *const *groups, int ngroups, double *norm, char *err)
+{
+	double sq = local_sq;
+	for (int i = 0; i < ngroups; i++)
+		if (groups[i] && comm_size(groups[i]) > 1 && comm_allreduce(groups[i], &sq, &sq, 1, COMM_F64, err))
+			return -1;
+	*norm = sqrt(sq);
+	return 0;
+}
+
+float grad_clip_coef(double norm, float max_norm)
+{
+	double c = max_norm / (norm + 1e-6);
+	return max_norm > 0 && c < 1.0 ? (float)c : 1.0f;
+}
+
+int grad_clip_global(float *g, size_t n, struct comm *dpg, struct comm *const *mp, int nmp,
+		      float max_norm, double *norm, char *err)
+{
+	struct comm *groups[8];
+	int ng = 0;
+	if (nmp > 7) return errf(err, "zero: at most 7 model-parallel groups for clipping");
+	if (dpg) groups[ng++] = dpg;
+	for (int i = 0; i < nmp; i++) groups[ng++] = mp[i];
+	double sq = 0;
+	for (size_t i = 0; i < n; i++) sq += (double)g[i] * g[i];
+	if (grad_norm_global(sq, groups, ng, norm, err)) return -1;
+	float c = grad_clip_coef(*norm, max_norm);
+	if (c < 1.0f)
+		for (size_t i = 0; i < n; i++) g[i] *= c;
+	return 0;
+}
+
+int zero_create(struct comm *group, size_t nparams, const struct zero_cfg *cfg, struct zero **out, char *err)
+{
+	*out = NULL;
+	if (cfg->stage < 0 || cfg->stage > 2)
+		return errf(err, "zero: stage %d is not 0, 1 or 2 (stage 3 is zero3_create)", cfg->stage);
+	struct zero *z = calloc(1, sizeof(*z));
+	if (!z) return errf(err, "zero: out of memory");
+	z->cfg = *cfg;
+	z->group = group;
+	z->nparams = nparams;
+	struct dp_cfg dc = {.bucket_params = cfg->bucket_params, .reduce_scatter = cfg->stage > 0};
+	if (dp_create(group, nparams, &dc, &z->dp, err)) {
+		free(z);
+		return -1;
+	}
+	z->owned = cfg->stage ? dp_shard_len(z->dp) : dp_padded(z->dp);
+	z->m = calloc(z->owned, sizeof(float));
+	z->v = calloc(z->owned, sizeof(float));
+	z->req = calloc((size_t)dp_nbuckets(z->dp), sizeof(*z->req));
+	if (cfg->stage) z->shard = calloc(z->owned, sizeof(float));
+	if (!z->m || !z->v || !z->req || (cfg->stage && !z->shard)) {
+		size_t owned = z->owned;
+		zero_destroy(z);
+		return errf(err, "zero: out of memory for %zu optimizer elements", owned);
+	}
+	*out = z;
+	return 0;
+}
+
+void zero_destroy(struct zero *z)
+{
+	if (!z) return;
+	dp_destroy(z->dp);
+	free(z->shard);
+	free(z->m);
+	free(z->v);
+	free(z->req);
+	free(z);
+}
+
+size_t zero_padded(const struct zero *z) { return dp_padded(z->dp); }
+struct dp *zero_dp(struct zero *z) { return z->dp; }
+float *zero_grad_shard(struct zero *z) { return z->shard; }
+
+int zero_reduce_begin(struct zero *z, float *grads, int accumulate, char *err)
+{
+	z->grads = grads;
+	return dp_begin(z->dp, grads, z->shard, z->cfg.stage == 2 && accumulate, err);
+}
+
+int zero_grad_ready(struct zero *z, size_t off, size_t count, char *err)
+{
+	return dp_grad_ready(z->dp, off, count, err);
+}
+
+int zero_reduce_finish(struct zero *z, char *err) { return dp_finish(z->dp, err); }
+
+int zero_clip_grad_norm(struct zero *z, struct comm *const *mp, int nmp, float max_norm,
+			double *norm, char *err)
+{
+	if (!z->cfg.stage && !z->grads) return errf(err, "zero: clipping before any reduction");
+	/* stage 0: every dp rank holds the same averaged gradient, so no dp reduction */
+	return z->cfg.stage ? grad_clip_global(z->shard, z->owned, z->group, mp, nmp, max_norm, norm, err)
+			    : grad_clip_global(z->grads, z->nparams, NULL, mp, nmp, max_norm, norm, err);
+}
+
+int zero_step(struct zero *z, float *params, char *err)
+{
+	z->step++;
+	if (!z->cfg.stage) {
+		if (!z->grads) return errf(err, "zero: step before any reduction");
+		adamw_apply(&z->cfg.opt, params, z->grads, z->m, z->v, z->nparams, z->step);
+		return 0;
+	}
+	int n = comm_size(z->group), r = comm_rank(z->group), nb = dp_nbuckets(z->dp);
+	for (int i = 0; i < nb; i++) {
+		const struct dp_bucket *b = dp_bucket(z->dp, i);
+		size_t sl = b->len / (size_t)n, so = b->shard_off;
+		float *p = params + b->off + (size_t)r * sl;
+		adamw_apply(&z->cfg.opt, p, z->shard + so, z->m + so, z->v + so, sl, z->step);
+		/* gathers start bucket by bucket so the first overlap the remaining updates */
+		if (comm_iallgather(z->group, p, params + b->off, sl, COMM_F32, &z->req[i], err)) {
+			for (int j = 0; j < i; j++) comm_wait(z->req[j], NULL), z->req[j] = NULL;
+			return -1;
+		}
+	}
+	int rc = 0;
+	for (int i = 0; i < nb; i++) {
+		char e2[ERR_LEN];
+		if (comm_wait(z->req[i], e2) && !rc) rc = errf(err, "%s", e2);
+		z->req[i] = NULL;
+	}
+	return rc;
+}

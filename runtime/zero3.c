@@ -1,0 +1,222 @@
+/* zero3 — ZeRO-3 / FSDP: parameters sharded by unit, gathered just before use with the next
+ * unit prefetched, freed after; unit gradients reduce-scattered into the gradient shard
+ * (Rajbhandari et al., SC20, §5.3; model.md §2.4 "ZeRO-3 / FSDP gather buffers"). */
+#include <stdlib.h>
+#include <string.h>
+#include "runtime/zero.h"
+#include "sim/util.h"
+
+struct unit {
+	size_t n, padded, sl;     /* real elements, padded length, shard length */
+	size_t flat_off;          /* start in the unpadded full vector */
+	size_t shard_off;         /* start of this rank's slice in the shard buffers */
+	float *full;              /* gathered parameters, or NULL */
+	struct comm_req *ag;      /* in-flight all-gather into full */
+	float *grad;              /* unit gradient from backward, or NULL */
+	float *rs_out;            /* reduce-scatter result, added to the shard on completion */
+	struct comm_req *rs;
+};
+
+struct zero3 {
+	struct comm *group;
+	struct adamw_cfg opt;
+	int nu, step;
+	struct unit *u;
+	size_t shard_len;
+	float *p, *g, *m, *v;     /* shard: parameters, gradients, moments */
+	size_t live, peak;
+};
+
+static void live_add(struct zero3 *z, size_t n)
+{
+	z->live += n;
+	if (z->live > z->peak) z->peak = z->live;
+}
+
+int zero3_create(struct comm *group, const size_t *unit_params, int nunits,
+		 const struct adamw_cfg *opt, struct zero3 **out, char *err)
+{
+	*out = NULL;
+	if (nunits < 1) return errf(err, "zero3: no units");
+	struct zero3 *z = calloc(1, sizeof(*z));
+	if (!z) return errf(err, "zero3: out of memory");
+	z->group = group;
+	z->opt = *opt;
+	z->nu = nunits;
+	z->u = calloc((size_t)nunits, sizeof(*z->u));
+	if (!z->u) {
+		free(z);
+		return errf(err, "zero3: out of memory");
+	}
+	size_t n = (size_t)comm_size(group), flat = 0;
+	for (int i = 0; i < nunits; i++) {
+		struct unit *u = &z->u[i];
+		u->n = unit_params[i];
+		u->padded = (u->n + n - 1) / n * n;
+		u->sl = u->padded / n;
+		u->flat_off = flat;
+		u->shard_off = z->shard_len;
+		flat += u->n;
+		z->shard_len += u->sl;
+	}
+	z->p = calloc(z->shard_len, sizeof(float));
+	z->g = calloc(z->shard_len, sizeof(float));
+	z->m = calloc(z->shard_len, sizeof(float));
+	z->v = calloc(z->shard_len, sizeof(float));
+	if (!z->p || !z->g || !z->m || !z->v) {
+		zero3_destroy(z);
+		return errf(err, "zero3: out of memory for a shard of %zu elements", flat / n);
+	}
+	*out = z;
+	return 0;
+}
+
+static void unit_free(struct unit *u)
+{
+	comm_wait(u->ag, NULL);
+	comm_wait(u->rs, NULL);
+	free(u->full);
+	free(u->grad);
+	free(u->rs_out);
+	u->full = u->grad = u->rs_out = NULL;
+	u->ag = u->rs = NULL;
+}
+
+void zero3_destroy(struct zero3 *z)
+{
+	if (!z) return;
+	for (int i = 0; i < z->nu; i++) unit_free(&z->u[i]);
+	free(z->u);
+	free(z->p);
+	free(z->g);
+	free(z->m);
+	free(z->v);
+	free(z);
+}
+
+size_t zero3_shard_len(const struct zero3 *z) { return z->shard_len; }
+const float *zero3_shard(const struct zero3 *z) { return z->p; }
+size_t zero3_live(const struct zero3 *z) { return z->live; }
+size_t zero3_peak_live(const struct zero3 *z) { return z->peak; }
+
+int zero3_load(struct zero3 *z, const float *full, char *err)
+{
+	(void)err;
+	size_t r = (size_t)comm_rank(z->group);
+	for (int i = 0; i < z->nu; i++) {
+		const struct unit *u = &z->u[i];
+		for (size_t k = 0; k < u->sl; k++) {
+			size_t j = r * u->sl + k;     /* index inside the padded unit */
+			z->p[u->shard_off + k] = j < u->n ? full[u->flat_off + j] : 0.0f;
+		}
+	}
+	return 0;
+}
+
+static int start_gather(struct zero3 *z, int i, char *err)
+{
+	struct unit *u = &z->u[i];
+	if (u->full) return 0;
+	u->full = malloc(u->padded * sizeof(float));
+	if (!u->full) return errf(err, "zero3: out of memory gathering unit %d (%zu elements)", i, u->padded);
+	live_add(z, u->padded);
+	return comm_iallgather(z->group, z->p + u->shard_off, u->full, u->sl, COMM_F32, &u->ag, err);
+}
+
+/* finishes reductions that are complete, without blocking: frees their gradient buffers */
+static int reap(struct zero3 *z, int block, char *err)
+{
+	float n = (float)comm_size(z->group);
+	for (int i = 0; i < z->nu; i++) {
+		struct unit *u = &z->u[i];
+		if (!u->rs) continue;
+		int done = 1;
+		if (!block && comm_test(u->rs, &done, err)) return -1;
+		if (!done) continue;
+		int rc = comm_wait(u->rs, err);
+		u->rs = NULL;
+		if (rc) return -1;
+		for (size_t k = 0; k < u->sl; k++) z->g[u->shard_off + k] += u->rs_out[k] / n;
+		free(u->grad);
+		free(u->rs_out);
+		u->grad = u->rs_out = NULL;
+		z->live -= u->padded + u->sl;
+	}
+	return 0;
+}
+
+int zero3_gather(struct zero3 *z, int unit, int dir, const float **params, char *err)
+{
+	*params = NULL;
+	if (unit < 0 || unit >= z->nu) return errf(err, "zero3: no unit %d (%d units)", unit, z->nu);
+	struct unit *u = &z->u[unit];
+	if (start_gather(z, unit, err)) return -1;
+	int next = unit + dir;
+	if (dir && next >= 0 && next < z->nu && start_gather(z, next, err)) return -1;
+	if (reap(z, 0, err)) return -1;
+	int rc = comm_wait(u->ag, err);
+	u->ag = NULL;
+	if (rc) return -1;
+	*params = u->full;
+	return 0;
+}
+
+void zero3_release(struct zero3 *z, int unit)
+{
+	if (unit < 0 || unit >= z->nu) return;
+	struct unit *u = &z->u[unit];
+	if (!u->full) return;
+	comm_wait(u->ag, NULL);   /* a prefetch that was never used */
+	u->ag = NULL;
+	free(u->full);
+	u->full = NULL;
+	z->live -= u->padded;
+}
+
+float *zero3_grad(struct zero3 *z, int unit, char *err)
+{
+	if (unit < 0 || unit >= z->nu) {
+		errf(err, "zero3: no unit %d (%d units)", unit, z->nu);
+		return NULL;
+	}
+	struct unit *u = &z->u[unit];
+	if (u->grad) {
+		errf(err, "zero3: unit %d already has a gradient in flight", unit);
+		return NULL;
+	}
+	u->grad = calloc(u->padded, sizeof(float));
+	if (!u->grad) errf(err, "zero3: out of memory for unit %d's gradient", unit);
+	else live_add(z, u->padded);
+	return u->grad;
+}
+
+int zero3_reduce(struct zero3 *z, int unit, char *err)
+{
+	if (unit < 0 || unit >= z->nu) return errf(err, "zero3: no unit %d (%d units)", unit, z->nu);
+	struct unit *u = &z->u[unit];
+	if (!u->grad || u->rs) return errf(err, "zero3: unit %d has no gradient to reduce", unit);
+	u->rs_out = malloc(u->sl * sizeof(float));
+	if (!u->rs_out) return errf(err, "zero3: out of memory reducing unit %d", unit);
+	live_add(z, u->sl);
+	memset(u->grad + u->n, 0, (u->padded - u->n) * sizeof(float));
+	return comm_ireduce_scatter(z->group, u->grad, u->rs_out, u->sl, COMM_F32, &u->rs, err);
+}
+
+int zero3_clip_grad_norm(struct zero3 *z, struct comm *const *mp, int nmp, float max_norm,
+			 double *norm, char *err)
+{
+	if (reap(z, 1, err)) return -1;
+	return grad_clip_global(z->g, z->shard_len, z->group, mp, nmp, max_norm, norm, err);
+}
+
+int zero3_step(struct zero3 *z, char *err)
+{
+	for (int i = 0; i < z->nu; i++)
+		if (z->u[i].full) return errf(err, "zero3: step while unit %d is still gathered", i);
+	if (reap(z, 1, err)) return -1;
+	z->step++;
+	/* padding elements have zero gradient and stay zero: wd*0 = 0, m = v = 0 */
+	adamw_apply(&z->opt, z->p, z->g, z->m, z->v, z->shard_len, z->step);
+	memset(z->g, 0, z->shard_len * sizeof(float));
+	return 0;
+}

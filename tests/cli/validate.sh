@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# `scaleplan validate`: help, bad-input contract (exit 2, one line on stderr), and the --json
+# summary — its keys, and its scores recomputed here from its own per-row results with the
+# definitions in sim/validate.h (MAPE, median APE, fit accuracy, Spearman, top-1 regret), on a
+# small file in the shared/validation/FORMAT.md format and, when the shared folder is next to
+# the repository, on the published calibration file.
+. "$(dirname "$0")/lib.sh"
+
+json_check() {
+	if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null
+	then ok; else bad "json check '$2' failed on: $(head -c 300 "$1")"; fi
+}
+
+KEYS='("rows","simulated","throughput_mape","throughput_median_ape","memory_mape","fit_accuracy","groups","rank_spearman","top1_regret","results")'
+
+# --- help and bad input
+expect_rc 0 "$SP" validate --help
+expect_out 'usage: scaleplan validate'
+expect_rc 2 "$SP" validate
+expect_err_line 'missing FILE'
+expect_rc 2 "$SP" validate "$TMP/no-such-file.tsv"
+expect_err_line 'no-such-file.tsv'
+expect_rc 2 "$SP" validate --frobnicate
+expect_err_line 'frobnicate'
+
+# --- a small file in FORMAT.md's format: header line with the columns in file order
+tsv_row() { local IFS=$'\t'; printf '%s\n' "$*"; }
+HEADER=(id source model layers hidden ffn_hidden heads kv_heads head_dim vocab tied_embeddings norm
+	mlp moe_experts moe_topk moe_ffn_hidden moe_shared_experts moe_dense_layers seq_len
+	global_batch_seqs micro_batch gpu gpus_per_node num_gpus tp pp dp cp ep vpp sp zero recompute
+	pp_schedule precision status tokens_per_s_per_gpu step_time_s mem_gib mem_kind
+	reported_mfu_pct flop_convention derived confidence notes)
+# an 8B Llama-style model on one 8-GPU node, one group (same model, gpu, gpus, seq, batch)
+ARCH=(llama-8b-test 32 4096 14336 32 8 128 128256 0 rmsnorm swiglu 0 0 0 0 0 4096 64)
+{
+	echo "# test rows, format: shared/validation/FORMAT.md"
+	tsv_row "${HEADER[@]}"
+	tsv_row T1 test "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 1 1 none none bf16 ok 9000 "" 60 reserved "" "" "" high "test row"
+	tsv_row T2 test "${ARCH[@]}" 1 h100-sxm 8 8 2 1 4 1 1 1 1 1 none none bf16 ok 8000 "" 50 reserved "" "" "" high "test row"
+	tsv_row T3 test "${ARCH[@]}" "" h100-sxm 8 8 4 1 2 1 1 1 1 1 none none bf16 ok 7000 "" "" "" "" "" "" high "micro_batch unknown"
+	tsv_row T4 test "${ARCH[@]}" 8 h100-sxm 8 8 1 1 8 1 1 1 0 0 none none bf16 oom "" "" "" "" "" "" "" medium "test row"
+} >"$TMP/small.tsv"
+expect_rc 0 "$SP" validate "$TMP/small.tsv"
+expect_out 'MAPE'
+expect_rc 0 "$SP" validate "$TMP/small.tsv" --json
+cp "$TMP/out" "$TMP/small.json"
+json_check "$TMP/small.json" "all(k in d for k in $KEYS)"
+json_check "$TMP/small.json" 'd["rows"] == 4 and len(d["results"]) == 4 and d["simulated"] == 4 and d["groups"] == 1'
+json_check "$TMP/small.json" '[r["id"] for r in d["results"]] == ["T1","T2","T3","T4"]'
+# the unknown micro_batch is filled with a stated default
+json_check "$TMP/small.json" '"assumed" in d["results"][2] and "assumed" not in d["results"][0]'
+
+# Scores recomputed from the per-row results with their definitions (validate.h): APE over ok
+# rows with measured tokens/s, mean and median; memory APE over ok rows with memory; fit accuracy
+# over ok/oom rows (predicted fits == ran); Spearman of predicted vs measured tokens/s (average
+# ranks) per group of >= 3 ok rows; top-1 regret = 1 - measured(best predicted)/best measured.
+cat >"$TMP/scores.py" <<'EOF'
+import json, sys, statistics
+d = json.load(open(sys.argv[1]))
+res = [r for r in d["results"] if r["simulated"]]
+def close(a, b): return abs(a - b) <= 1e-4 * max(1.0, abs(b))
+ape = [abs(r["pred_tokens_per_s_per_gpu"] - r["meas_tokens_per_s_per_gpu"]) / r["meas_tokens_per_s_per_gpu"]
+       for r in res if r["status"] == "ok" and "meas_tokens_per_s_per_gpu" in r]
+mem = [abs(r["pred_mem_gib"] - r["meas_mem_gib"]) / r["meas_mem_gib"]
+       for r in res if r["status"] == "ok" and "meas_mem_gib" in r]
+fit = [r["pred_fits"] == (r["status"] == "ok") for r in res if r["status"] in ("ok", "oom")]
+def ranks(v):
+    return [sum(x < y for x in v) + (sum(x == y for x in v) + 1) / 2 for y in v]
+def spearman(x, y):
+    rx, ry = ranks(x), ranks(y)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = sum((a - mx) ** 2 for a in rx); syy = sum((b - my) ** 2 for b in ry)
+    return sxy / (sxx * syy) ** 0.5 if sxx > 0 and syy > 0 else 0.0
+ok = [r for r in res if r["status"] == "ok" and "meas_tokens_per_s_per_gpu" in r]
+checks = {
+    "throughput_mape": close(d["throughput_mape"], sum(ape) / len(ape)),
+    "throughput_median_ape": close(d["throughput_median_ape"], statistics.median(ape)),
+    "memory_mape": close(d["memory_mape"], sum(mem) / len(mem)),
+    "fit_accuracy": close(d["fit_accuracy"], sum(fit) / len(fit)),
+}
+if len(sys.argv) > 2:  # one group: every row of the file
+    x = [r["pred_tokens_per_s_per_gpu"] for r in ok]; y = [r["meas_tokens_per_s_per_gpu"] for r in ok]
+    checks["rank_spearman"] = close(d["rank_spearman"], spearman(x, y))
+    cand = [r for r in res if r["status"] in ("ok", "oom") and r["pred_fits"]]
+    pick = max(cand, key=lambda r: r["pred_tokens_per_s_per_gpu"])
+    regret = 1 - pick["meas_tokens_per_s_per_gpu"] / max(y) if pick["status"] == "ok" else 1
+    checks["top1_regret"] = close(d["top1_regret"], regret)
+bad = [k for k, v in checks.items() if not v]
+print(" ".join(bad))
+sys.exit(1 if bad else 0)
+EOF
+if out=$(python3 "$TMP/scores.py" "$TMP/small.json" onegroup 2>&1); then ok; else bad "small.tsv scores disagree with their definitions: $out"; fi
+
+# --- a file that is not in the format: missing header column, no header at all
+{ tsv_row id source; tsv_row X1 test; } >"$TMP/nocols.tsv"
+expect_rc 2 "$SP" validate "$TMP/nocols.tsv"
+expect_err_line "header lacks column 'model'"
+cut -f 1-44 "$TMP/small.tsv" >"$TMP/nonotes.tsv"
+expect_rc 2 "$SP" validate "$TMP/nonotes.tsv"
+expect_err_line "notes"
+
+# --- the published calibration file, when shared/ sits next to the repository (as in CI)
+ROOT=$(git -C "$(dirname "$0")" rev-parse --show-toplevel 2>/dev/null)
+CAL="$ROOT/../shared/validation/published_calibration.tsv"
+if [ -n "$ROOT" ] && [ -f "$CAL" ]; then
+	expect_rc 0 "$SP" validate "$CAL" --json
+	cp "$TMP/out" "$TMP/cal.json"
+	json_check "$TMP/cal.json" "all(k in d for k in $KEYS)"
+	json_check "$TMP/cal.json" 'd["rows"] == len(d["results"]) and d["rows"] > 0 and d["simulated"] > 0'
+	json_check "$TMP/cal.json" 'all(0 <= d[k] for k in ("throughput_mape","throughput_median_ape","memory_mape")) and 0 <= d["fit_accuracy"] <= 1 and -1 <= d["rank_spearman"] <= 1'
+	json_check "$TMP/cal.json" 'all(("reason" in r) != r["simulated"] for r in d["results"])'
+	if out=$(python3 "$TMP/scores.py" "$TMP/cal.json" 2>&1); then ok; else bad "calibration scores disagree with their definitions: $out"; fi
+fi
+
+summary

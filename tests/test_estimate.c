@@ -1,0 +1,307 @@
+/* Properties of estimate_plan() that follow from physics or from a cited formula, each reasoned
+ * on its own rather than compared with a stored snapshot of the estimator's output:
+ * sharding more never adds memory, recomputation trades memory for time, more data-parallel
+ * ranks never make a GPU faster, pipeline schedules hold the micro-batches their definitions
+ * say (model.md §2.3, TV-G3), the bubble is (p−1)/m or (p−1)/(v·m) (TV-M4), TP and PP move the
+ * volumes Narayanan gives (TV-M5), and the summary numbers (fits, MFU) are consistent with
+ * their definitions. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sim/estimate.h"
+#include "sim/flops.h"
+#include "sim/hw.h"
+#include "sim/model.h"
+#include "sim/plan.h"
+#include "sim/util.h"
+#include "tests/test.h"
+
+/* Resolves, validates and estimates a plan given as key/value pairs (NULL-terminated). */
+static int run(const struct model *m, const struct hw *h, const char *const *kv, struct plan *p,
+	       struct estimate *e)
+{
+	char err[ERR_LEN] = "";
+	plan_defaults(p);
+	int rc = 0;
+	for (; kv[0] && !rc; kv += 2) rc = plan_set(p, kv[0], kv[1], err);
+	if (!rc) rc = plan_resolve(p, m, h, err);
+	if (!rc) rc = plan_validate(p, m, h, err);
+	if (!rc) rc = estimate_plan(m, h, p, e, err);
+	CHECK(rc == 0, "plan rejected: %s", err);
+	return rc;
+}
+#define KV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static const struct rank_est *kind_at_stage(const struct estimate *e, int stage)
+{
+	for (int i = 0; i < e->nkinds; i++)
+		if (e->kind[i].stage == stage) return &e->kind[i];
+	return NULL;
+}
+
+static double states(const struct rank_est *k)
+{
+	return k->weights_bytes + k->grads_bytes + k->optim_bytes;
+}
+
+/* ZeRO stage s+1 shards a superset of what stage s shards [ZERO §5], so model-state memory per
+ * GPU can only fall; with dp > 1 each stage strictly lowers it. */
+static void test_zero_monotone(const struct model *m, const struct hw *h)
+{
+	const char *zs[] = {"0", "1", "2", "3"};
+	const char *const *cfgs[] = {
+		KV("gpus", "8", "gbs", "8"),
+		KV("gpus", "16", "tp", "2", "pp", "2", "gbs", "32"),
+		KV("gpus", "64", "tp", "8", "gbs", "64", "fp32_grads", "0"),
+	};
+	for (int c = 0; c < 3; c++) {
+		double prev[EST_MAX_KINDS];
+		for (int z = 0; z < 4; z++) {
+			struct plan p;
+			struct estimate e;
+			const char *const *kv = cfgs[c];
+			char err[ERR_LEN] = "";
+			plan_defaults(&p);
+			int rc = 0;
+			for (; kv[0] && !rc; kv += 2) rc = plan_set(&p, kv[0], kv[1], err);
+			rc = rc || plan_set(&p, "zero", zs[z], err) || plan_resolve(&p, m, h, err) ||
+			     plan_validate(&p, m, h, err) || estimate_plan(m, h, &p, &e, err);
+			CHECK(rc == 0, "zero %d config %d: %s", z, c, err);
+			if (rc) break;
+			for (int k = 0; k < e.nkinds; k++) {
+				if (z > 0)
+					CHECK(states(&e.kind[k]) < prev[k], "config %d %s: zero %d states %.4g >= zero %d %.4g",
+					      c, e.kind[k].label, z, states(&e.kind[k]), z - 1, prev[k]);
+				prev[k] = states(&e.kind[k]);
+			}
+		}
+	}
+}
+
+/* Full recomputation keeps only each block's input and re-runs its forward in the backward
+ * [KOR §5]: activations must be lower and the step longer than without recomputation.
+ * Selective sits in between (never more memory than none, never less time). */
+static void test_recompute_tradeoff(const struct model *m, const struct hw *h)
+{
+	const char *modes[] = {"none", "selective", "full"};
+	struct estimate e[3];
+	struct plan p;
+	for (int i = 0; i < 3; i++)
+		if (run(m, h, KV("gpus", "8", "tp", "2", "pp", "2", "gbs", "16", "recompute", modes[i]), &p, &e[i])) return;
+	for (int k = 0; k < e[0].nkinds; k++) {
+		CHECK(e[2].kind[k].act_bytes < e[0].kind[k].act_bytes, "%s: full act %.4g !< none %.4g",
+		      e[0].kind[k].label, e[2].kind[k].act_bytes, e[0].kind[k].act_bytes);
+		CHECK(e[1].kind[k].act_bytes <= e[0].kind[k].act_bytes, "%s: selective act > none", e[0].kind[k].label);
+		CHECK(e[2].kind[k].recompute_s > 0 && e[0].kind[k].recompute_s == 0, "%s: recompute_s", e[0].kind[k].label);
+	}
+	CHECK(e[2].step_time_s > e[0].step_time_s, "full step %.4g !> none %.4g", e[2].step_time_s, e[0].step_time_s);
+	CHECK(e[1].step_time_s >= e[0].step_time_s, "selective step %.4g < none %.4g", e[1].step_time_s, e[0].step_time_s);
+	/* model FLOPs do not count recomputation, hardware FLOPs do [KOR §6.3] */
+	CHECK(e[2].model_flops_per_step == e[0].model_flops_per_step, "model FLOPs independent of recompute");
+	CHECK(e[2].hfu > e[2].mfu && e[0].hfu == e[0].mfu, "HFU > MFU only with recompute");
+}
+
+/* Weak scaling: doubling the data-parallel degree with the same work per GPU (same mbs and
+ * micro-batches, plain DP so every rank also runs the whole optimizer step) adds
+ * gradient-reduction traffic and nothing that speeds a GPU up, so tokens/s per GPU does not
+ * increase. (Under ZeRO the optimizer step is sharded over the DP ranks, so per-GPU work is not
+ * fixed and a GPU may legitimately get faster.) */
+static void test_weak_scaling(const struct model *m, const struct hw *h)
+{
+	const char *gpus[] = {"1", "2", "4", "8", "16", "32", "64", "128"};
+	const char *gbs[] = {"4", "8", "16", "32", "64", "128", "256", "512"}; /* 4 micro-batches per rank */
+	const char *tps[] = {"1", "2"};
+	for (int ov = 0; ov < 2; ov++)
+		for (int t = 0; t < 2; t++) {
+			double prev = INFINITY;
+			for (int i = 0; i < 8; i++) {
+				struct plan p;
+				struct estimate e;
+				char g[16];
+				snprintf(g, sizeof(g), "%d", atoi(gpus[i]) * atoi(tps[t]));
+				if (run(m, h, KV("gpus", g, "tp", tps[t], "gbs", gbs[i], "zero", "0",
+						 "overlap_grad_reduce", ov ? "1" : "0"), &p, &e)) return;
+				CHECK(plan_microbatches(&p) == 4 && p.dp == atoi(gpus[i]), "weak scaling keeps 4 micro-batches");
+				CHECK(e.tokens_per_s_per_gpu <= prev * (1 + 1e-12),
+				      "overlap %d, tp %s, dp %s: %.6g tokens/s/GPU > %.6g at half the GPUs",
+				      ov, tps[t], gpus[i], e.tokens_per_s_per_gpu, prev);
+				prev = e.tokens_per_s_per_gpu;
+			}
+		}
+}
+
+/* 1F1B: stage r (0-based) holds min(p−r, m) micro-batches at its peak [MEG §2.2.1; KOR §4.2.3]:
+ * the first stage p, the last 1; AFAB holds all m everywhere. */
+static void test_inflight_1f1b(const struct model *m, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e;
+	if (run(m, h, KV("gpus", "8", "pp", "8", "gbs", "32"), &p, &e)) return;
+	const struct rank_est *first = kind_at_stage(&e, 0), *last = kind_at_stage(&e, 7);
+	CHECK(first && first->act_inflight == 8, "1F1B first stage holds p = 8 micro-batches: %g", first ? first->act_inflight : -1);
+	CHECK(last && last->act_inflight == 1, "1F1B last stage holds 1 micro-batch: %g", last ? last->act_inflight : -1);
+	/* fewer micro-batches than stages: at most m */
+	if (run(m, h, KV("gpus", "8", "pp", "8", "gbs", "4"), &p, &e)) return;
+	first = kind_at_stage(&e, 0);
+	CHECK(first && first->act_inflight == 4, "1F1B with m 4 < p 8 holds m: %g", first ? first->act_inflight : -1);
+	if (run(m, h, KV("gpus", "8", "pp", "4", "dp", "2", "gbs", "24", "schedule", "afab"), &p, &e)) return;
+	for (int k = 0; k < e.nkinds; k++)
+		CHECK(e.kind[k].act_inflight == 12, "AFAB %s holds all m = 12: %g", e.kind[k].label, e.kind[k].act_inflight);
+}
+
+/* Interleaved 1F1B: the first stage holds p·(1 + (p−1)/(p·v)) = p + (p−1)/v micro-batch
+ * equivalents [KOR §4.2.3; MCODE-mem]; p 8, v 3: 8 + 7/3 = 10.33 (TV-G3: 11 in flight after
+ * rounding up). */
+static void test_inflight_interleaved(const struct model *gpt3, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e;
+	if (run(gpt3, h, KV("gpus", "8", "pp", "8", "vpp", "3", "schedule", "interleaved", "gbs", "24", "seq", "2048"), &p, &e)) return;
+	const struct rank_est *first = kind_at_stage(&e, 0);
+	CHECK(first != NULL, "interleaved: no first-stage kind");
+	if (!first) return;
+	CHECK_ABS(first->act_inflight, 8 + 7.0 / 3, 1e-9, "TV-G3 interleaved first stage p + (p-1)/v");
+	CHECK(ceil(first->act_inflight) == 11, "TV-G3 11 in flight");
+}
+
+/* fits is defined as peak <= capacity; the peak is the worst rank kind's. A plan that does not
+ * fit is a normal result: its time is still estimated. */
+static void test_fits_and_oom(const struct model *m8, const struct model *m405, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e;
+	const struct model *ms[] = {m8, m405};
+	for (int i = 0; i < 2; i++) {
+		if (run(ms[i], h, KV("gpus", "8", "tp", "8", "seq", "4096"), &p, &e)) return;
+		double peak = 0;
+		for (int k = 0; k < e.nkinds; k++) peak = fmax(peak, e.kind[k].peak_bytes);
+		CHECK(e.peak_mem_bytes == peak, "%s: peak is the worst kind's", ms[i]->name);
+		CHECK(e.capacity_bytes == h->hbm_bytes, "%s: capacity is the GPU's HBM", ms[i]->name);
+		CHECK(e.fits == (e.peak_mem_bytes <= e.capacity_bytes), "%s: fits %d, peak %.4g, capacity %.4g",
+		      ms[i]->name, e.fits, e.peak_mem_bytes, e.capacity_bytes);
+	}
+	/* llama-3-8b in bf16 on 8 GPUs with TP 8 fits in 80 GB (16 B/param / 8 = 16 GB of states) */
+	if (run(m8, h, KV("gpus", "8", "tp", "8"), &p, &e)) return;
+	CHECK(e.fits, "llama-3-8b tp 8 on 8 x %s should fit (peak %.4g)", h->name, e.peak_mem_bytes);
+	/* 405B: 405e9·16/8 B = 810 GB of model states per GPU, ten times an 80 GB GPU */
+	if (run(m405, h, KV("gpus", "8", "tp", "8"), &p, &e)) return;
+	CHECK(!e.fits, "405B on 8 GPUs cannot fit");
+	CHECK(e.peak_mem_bytes > 8e11, "405B states alone are > 800 GB per GPU: %.4g", e.peak_mem_bytes);
+	CHECK(isfinite(e.step_time_s) && e.step_time_s > 0, "step time still reported when it does not fit: %g", e.step_time_s);
+	CHECK(e.tokens_per_s_per_gpu > 0 && e.mfu > 0 && e.mfu < 1, "throughput still reported: %g tok/s, mfu %g",
+	      e.tokens_per_s_per_gpu, e.mfu);
+}
+
+/* MFU = model FLOPs per step / (step time × GPUs × peak) [KOR §6.3; PB], with model FLOPs from
+ * the FLOP counter (causal attention, Megatron code convention [MCODE-flops]) times the tokens
+ * of one global batch; the dense bf16 peak is the reference. */
+static void test_mfu_definition(const struct model *m, const struct hw *h)
+{
+	const char *const *cfgs[] = {
+		KV("gpus", "8", "gbs", "16"),
+		KV("gpus", "16", "tp", "4", "pp", "2", "gbs", "32", "seq", "8192", "recompute", "full"),
+		KV("gpus", "32", "tp", "2", "pp", "4", "vpp", "2", "schedule", "interleaved", "gbs", "64"),
+	};
+	for (int c = 0; c < 3; c++) {
+		struct plan p;
+		struct estimate e;
+		if (run(m, h, cfgs[c], &p, &e)) return;
+		double tokens = (double)p.gbs * p.seq;
+		double flops = model_flops_per_token(m, p.seq, 1) * tokens;
+		CHECK_REL(e.tokens_per_step, tokens, 1e-12, "tokens per step = gbs x seq");
+		CHECK_REL(e.mfu, flops / (e.step_time_s * p.gpus * h->peak_bf16_flops), 1e-9, "MFU definition");
+		CHECK_REL(e.tokens_per_s_per_gpu, tokens / e.step_time_s / p.gpus, 1e-12, "tokens/s/GPU definition");
+		CHECK(e.mfu > 0 && e.mfu < h->gemm_eff, "MFU %g within (0, best GEMM efficiency %g)", e.mfu, h->gemm_eff);
+	}
+}
+
+/* A dense GPT of the Megatron papers' family (MHA, 4h GeLU MLP, LayerNorm, tied embedding,
+ * vocabulary 51200 unless changed). */
+static struct model gpt(const char *name, int layers, int hidden, int heads, int vocab)
+{
+	struct model m;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	m.layers = layers; m.hidden = hidden; m.ffn_hidden = 4 * hidden; m.heads = heads;
+	m.kv_heads = heads; m.head_dim = hidden / heads; m.vocab = vocab; m.tied = 1;
+	m.norm = NORM_LAYER; m.mlp = MLP_GELU; m.norm_eps = 1e-5;
+	m.pos_emb = 1; m.max_pos = 2048;
+	return m;
+}
+
+/* TV-M4: bubble time fraction (bubble / ideal time) (p−1)/m for 1F1B and AFAB, (p−1)/(v·m)
+ * interleaved [MEG §2.2; PB]: p 8, m 24 -> 0.2917; v 3 -> 0.0972. The formula assumes equal
+ * stages; here the first and last stage still carry the embedding and the (tiny) head, which
+ * adds their relative excess (< 0.1 %) to every schedule's fraction alike. So the 1F1B figure
+ * is checked to 1e-3 and the difference 1F1B − interleaved = (p−1)(1 − 1/v)/m = 0.1944, in
+ * which that excess cancels, to 1e-4. */
+static void test_bubble_fraction(const struct hw *h)
+{
+	/* embedding and head negligible next to 12 wide layers per stage (vocabulary 8) */
+	struct model m = gpt("uniform-gpt", 96, 8192, 64, 8);
+	char err[ERR_LEN];
+	CHECK(model_check(&m, err) == 0, "uniform gpt: %s", err);
+	struct plan p;
+	struct estimate e;
+	static const struct { const char *sched, *vpp; } r[] = {{"1f1b", "1"}, {"afab", "1"}, {"interleaved", "3"}};
+	double f[3];
+	for (int i = 0; i < 3; i++) {
+		if (run(&m, h, KV("gpus", "8", "pp", "8", "gbs", "24", "seq", "2048", "schedule", r[i].sched, "vpp", r[i].vpp), &p, &e)) return;
+		CHECK(e.m == 24, "m %d", e.m);
+		f[i] = e.bubble_fraction;
+	}
+	CHECK_ABS(f[0], 0.2917, 1e-3, "TV-M4 1F1B bubble (p-1)/m");
+	CHECK_ABS(f[1], 0.2917, 1e-3, "TV-M4 AFAB bubble (p-1)/m");
+	CHECK_ABS(f[0] - f[2], 0.2917 - 0.0972, 1e-4, "TV-M4 1F1B - interleaved = (p-1)/m - (p-1)/(v m)");
+	CHECK_ABS(f[2], 0.0972, 1e-3, "TV-M4 interleaved bubble (p-1)/(v m)");
+	/* without a pipeline there is no bubble */
+	if (run(&m, h, KV("gpus", "8", "gbs", "24", "seq", "2048"), &p, &e)) return;
+	CHECK(e.bubble_fraction == 0, "no pipeline, no bubble: %g", e.bubble_fraction);
+}
+
+/* TV-M5: per layer and micro-batch, TP moves 8bsh(t−1)/t elements per device (4 all-reduces of
+ * bsh) and a pipeline boundary bsh elements, bsh/t with scatter/gather (SP) [MEG §3.2, §4.1]:
+ * b 1, s 2048, h 12288, t 8 -> 1.7616e8; 2.5166e7 -> 3.146e6. On a fabric with no latency, no
+ * derating and bandwidth X, the time of bf16 (2-byte) traffic is 2·elements/X. */
+static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
+{
+	struct hw h = *h0;
+	const double X = 100e9;
+	h.intra_bw_bps = h.inter_bw_bps = X;
+	h.intra_lat_s = h.inter_lat_s = 0;
+	h.comm_eff = 1;
+	struct plan p;
+	struct estimate e;
+	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "2", "overlap_tp_comm", "0"), &p, &e)) return;
+	double per_layer_mb = e.kind[0].tp_comm_s / (e.m * gpt3->layers);
+	CHECK_REL(per_layer_mb * X / 2, 1.7616e8, 5e-4, "TV-M5 TP elements per layer per micro-batch");
+	if (run(gpt3, &h, KV("gpus", "16", "tp", "8", "pp", "2", "seq", "2048", "gbs", "2"), &p, &e)) return;
+	CHECK_REL(e.kind[0].t_p2p * X / 2, 2.5166e7, 5e-4, "TV-M5 PP boundary bsh");
+	if (run(gpt3, &h, KV("gpus", "16", "tp", "8", "pp", "2", "sp", "1", "seq", "2048", "gbs", "2"), &p, &e)) return;
+	CHECK_REL(e.kind[0].t_p2p * X / 2, 3.146e6, 5e-4, "TV-M5 PP boundary bsh/t with SP");
+}
+
+int main(void)
+{
+	struct model m8, m405;
+	/* GPT-3 as in the Megatron papers (vocabulary 51200, which TP 8 divides) */
+	struct model gpt3 = gpt("gpt3", 96, 12288, 96, 51200);
+	struct hw h;
+	char err[ERR_LEN] = "";
+	if (model_load("llama-3-8b", &m8, err) || model_load("llama-3.1-405b", &m405, err) ||
+	    model_check(&gpt3, err) || hw_load("h100-sxm", &h, err)) {
+		CHECK(0, "profiles: %s", err);
+		return test_summary("test_estimate");
+	}
+	test_zero_monotone(&m8, &h);
+	test_recompute_tradeoff(&m8, &h);
+	test_weak_scaling(&m8, &h);
+	test_inflight_1f1b(&m8, &h);
+	test_inflight_interleaved(&gpt3, &h);
+	test_fits_and_oom(&m8, &m405, &h);
+	test_mfu_definition(&m8, &h);
+	test_bubble_fraction(&h);
+	test_comm_volumes(&gpt3, &h);
+	return test_summary("test_estimate");
+}
