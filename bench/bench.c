@@ -10,6 +10,7 @@ static const struct {
 } benches[] = {
 	{"estimate", bench_estimate},
 	{"engine", bench_engine},
+	{"tune", bench_tune},
 };
 
 int main(int argc, char **argv)

@@ -7,5 +7,6 @@
 
 void bench_estimate(void);   /* bench/bench_estimate.c */
 void bench_engine(void);     /* bench/bench_engine.c */
+void bench_tune(void);       /* bench/bench_tune.c */
 
 #endif
