@@ -45,8 +45,8 @@ static int accum(const struct search_req *rq, const struct search_cand *k) { ret
 
 static void table_header(FILE *f)
 {
-	fprintf(f, "%4s %5s %3s %3s %3s %3s %4s %3s %-11s %3s %5s %-15s %-11s %9s %10s %6s %8s %8s %8s %7s\n",
-		"rank", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "recompute", "mbs", "accum", "schedule",
+	fprintf(f, "%4s %6s %5s %3s %3s %3s %3s %4s %3s %-11s %3s %5s %-15s %-11s %9s %10s %6s %8s %8s %8s %7s\n",
+		"rank", "gpus", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "recompute", "mbs", "accum", "schedule",
 		"order", "step (s)", "tok/s/GPU", "MFU", "peak GiB", "headroom", "exp.comm", "bubble");
 }
 
@@ -55,8 +55,8 @@ static void table_row(const struct search_req *rq, const struct search_cand *k, 
 	char rc[32], sc[32];
 	rc_text(k, rc, sizeof(rc));
 	sched_text(k, sc, sizeof(sc));
-	fprintf(f, "%4d %5d %3d %3d %3d %3d %4d %3s %-11s %3d %5d %-15s %-11s %9.3f %10.0f %5.1f%% %8.1f %8.1f %8.3f %6.1f%%%s\n",
-		rank, k->dp, k->tp, k->pp, k->cp, k->ep, k->zero, k->sp ? "on" : "off", rc, k->mbs, accum(rq, k), sc,
+	fprintf(f, "%4d %6d %5d %3d %3d %3d %3d %4d %3s %-11s %3d %5d %-15s %-11s %9.3f %10.0f %5.1f%% %8.1f %8.1f %8.3f %6.1f%%%s\n",
+		rank, k->gpus, k->dp, k->tp, k->pp, k->cp, k->ep, k->zero, k->sp ? "on" : "off", rc, k->mbs, accum(rq, k), sc,
 		search_order_name(k->order), k->step_s, k->tokens_per_s_per_gpu, 100 * k->mfu, k->peak_bytes / GIB,
 		(k->capacity_bytes - k->peak_bytes) / GIB, k->exposed_comm_s, 100 * k->bubble_fraction,
 		k->refined ? "" : " *");
