@@ -12,6 +12,7 @@ static const struct {
 	{"engine", bench_engine},
 	{"comm", bench_comm},
 	{"kernels", bench_kernels},
+	{"tune", bench_tune},
 };
 
 int main(int argc, char **argv)

@@ -9,5 +9,6 @@ void bench_estimate(void);   /* bench/bench_estimate.c */
 void bench_engine(void);     /* bench/bench_engine.c */
 void bench_comm(void);       /* bench/bench_comm.c; multi-rank figures: make bench-comm */
 void bench_kernels(void);    /* bench/bench_kernels.c */
+void bench_tune(void);       /* bench/bench_tune.c */
 
 #endif

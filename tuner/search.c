@@ -142,7 +142,10 @@ static int price(struct ctx *c, struct search_cand *k)
 	char err[ERR_LEN];
 	struct search_result *r = c->res;
 	struct estimate e;
-	if (!c->rq->exhaustive && model_state_bound(c, k) > c->rq->h->hbm_bytes) {
+	double bound = model_state_bound(c, k);
+	/* pruned, unless it might be the closest plan yet (the peak is at least the bound) */
+	if (!c->rq->exhaustive && bound > c->rq->h->hbm_bytes &&
+	    r->have_closest && bound / c->rq->h->hbm_bytes >= c->best_excess) {
 		r->rejected[REJ_MEMORY_STATES]++;
 		return 0;
 	}

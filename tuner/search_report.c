@@ -45,8 +45,8 @@ static int accum(const struct search_req *rq, const struct search_cand *k) { ret
 
 static void table_header(FILE *f)
 {
-	fprintf(f, "%4s %5s %3s %3s %3s %3s %4s %3s %-11s %3s %5s %-15s %-11s %9s %10s %6s %8s %8s %8s %7s\n",
-		"rank", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "recompute", "mbs", "accum", "schedule",
+	fprintf(f, "%4s %6s %5s %3s %3s %3s %3s %4s %3s %-11s %3s %5s %-15s %-11s %9s %10s %6s %8s %8s %8s %7s\n",
+		"rank", "gpus", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "recompute", "mbs", "accum", "schedule",
 		"order", "step (s)", "tok/s/GPU", "MFU", "peak GiB", "headroom", "exp.comm", "bubble");
 }
 
@@ -55,8 +55,8 @@ static void table_row(const struct search_req *rq, const struct search_cand *k, 
 	char rc[32], sc[32];
 	rc_text(k, rc, sizeof(rc));
 	sched_text(k, sc, sizeof(sc));
-	fprintf(f, "%4d %5d %3d %3d %3d %3d %4d %3s %-11s %3d %5d %-15s %-11s %9.3f %10.0f %5.1f%% %8.1f %8.1f %8.3f %6.1f%%%s\n",
-		rank, k->dp, k->tp, k->pp, k->cp, k->ep, k->zero, k->sp ? "on" : "off", rc, k->mbs, accum(rq, k), sc,
+	fprintf(f, "%4d %6d %5d %3d %3d %3d %3d %4d %3s %-11s %3d %5d %-15s %-11s %9.3f %10.0f %5.1f%% %8.1f %8.1f %8.3f %6.1f%%%s\n",
+		rank, k->gpus, k->dp, k->tp, k->pp, k->cp, k->ep, k->zero, k->sp ? "on" : "off", rc, k->mbs, accum(rq, k), sc,
 		search_order_name(k->order), k->step_s, k->tokens_per_s_per_gpu, 100 * k->mfu, k->peak_bytes / GIB,
 		(k->capacity_bytes - k->peak_bytes) / GIB, k->exposed_comm_s, 100 * k->bubble_fraction,
 		k->refined ? "" : " *");
@@ -162,8 +162,20 @@ static int remedies(const struct search_req *rq, const struct search_cand *k, st
 		case 1: p.recompute = RC_FULL; p.recompute_layers = -1; snprintf(r->what, sizeof(r->what), "full recompute"); break;
 		case 2: p.zero = 3; p.recompute = RC_FULL; p.recompute_layers = -1; snprintf(r->what, sizeof(r->what), "ZeRO-3 and full recompute"); break;
 		case 3: p.seq /= 2; p.gbs *= 2; snprintf(r->what, sizeof(r->what), "half the sequence (%d), same tokens per batch", p.seq); break;
-		case 4: p.dp *= 2; p.gpus *= 2; if (p.zero == 0) p.zero = 1;
-			snprintf(r->what, sizeof(r->what), "twice the GPUs (%d, dp %d, ZeRO-%d)", p.gpus, p.dp, p.zero); break;
+		case 4: /* the fewest doublings of dp (ZeRO-3, full recompute) that fit, up to 1024x */
+			p.zero = 3; p.recompute = RC_FULL; p.recompute_layers = -1;
+			for (int x = 2; x <= 1024; x *= 2) {
+				struct plan q = base;
+				q.zero = 3; q.recompute = RC_FULL; q.recompute_layers = -1; q.nstage_layers = 0;
+				q.dp = base.dp * x; q.gpus = base.gpus * x;
+				if (q.gbs % (q.dp * q.mbs)) q.gbs = q.dp * q.mbs;
+				p = q;
+				if (!plan_resolve(&q, rq->m, rq->h, err) && !plan_validate(&q, rq->m, rq->h, err) &&
+				    !estimate_plan(rq->m, rq->h, &q, &e, err) && e.fits)
+					break;
+			}
+			snprintf(r->what, sizeof(r->what), "%d GPUs (dp %d, ZeRO-3, full recompute, gbs %d)", p.gpus, p.dp, p.gbs);
+			break;
 		case 5: p.mbs = 1; p.sp = p.tp > 1; snprintf(r->what, sizeof(r->what), "micro-batch 1 with SP"); break;
 		}
 		if (plan_resolve(&p, rq->m, rq->h, err) || plan_validate(&p, rq->m, rq->h, err) ||
@@ -194,7 +206,7 @@ static void print_infeasible(const struct search_req *rq, const struct search_re
 	fprintf(f, "what would make it fit:\n");
 	for (int i = 0; i < n; i++)
 		fprintf(f, "  %-50s peak %7.1f GiB  %s\n", r[i].what, r[i].peak / GIB, r[i].fits ? "fits" : "still does not fit");
-	fprintf(f, "  (or a GPU with more memory; or more GPUs: re-run with --gpus %d)\n", rq->gpus * 2);
+	fprintf(f, "  (or a GPU with more memory; re-run tune with more --gpus to search the whole space)\n");
 }
 
 static void print_counts(const struct search_req *rq, const struct search_result *res, FILE *f)
