@@ -1,7 +1,10 @@
-/* trace — Chrome Trace Event JSON writer. Event names are built from fixed strings and
+/* trace — Chrome Trace Event JSON writer, and the reader of measured op times from such files. Event names are built from fixed strings and
  * numbers only, so nothing needs escaping except the caller's name. */
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "reports/trace.h"
 #include "sim/util.h"
@@ -75,4 +78,114 @@ int trace_write(const struct timeline *tl, const char *path, double us_per_unit,
 	int bad = ferror(f);
 	if (fclose(f) || bad) return errf(err, "trace: %s: write failed", path);
 	return 0;
+}
+
+/* ---- reading measured op times ---- */
+
+static int op_kind_of(const char *name)
+{
+	static const char *const names[OPT_KINDS] = {"F", "B", "W", "BW", "optimizer"};
+	for (int k = 0; k < OPT_KINDS; k++)
+		if (!strcmp(name, names[k])) return k;
+	return -1;
+}
+
+/* A numeric field of o; 0 when present and a number, else -1 with err. */
+static int num_field(const cJSON *o, const char *key, long idx, const char *what, double *v, char *err)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!x) return errf(err, "op times: event %ld (%s): missing field '%s'", idx, what, key);
+	if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble))
+		return errf(err, "op times: event %ld (%s): field '%s' must be a number", idx, what, key);
+	*v = x->valuedouble;
+	return 0;
+}
+
+/* Checks one complete event; returns its op kind (-1: not an op), stage and duration in s. */
+static int check_event(const cJSON *ev, long idx, int *kind, int *stage, double *dur_s, char *err)
+{
+	double v;
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "name");
+	if (!cJSON_IsString(name)) return errf(err, "op times: event %ld: missing string field 'name'", idx);
+	const char *nm = name->valuestring;
+	if (num_field(ev, "ts", idx, nm, &v, err) || num_field(ev, "pid", idx, nm, &v, err) ||
+	    num_field(ev, "tid", idx, nm, &v, err) || num_field(ev, "dur", idx, nm, dur_s, err))
+		return -1;
+	if (*dur_s < 0) return errf(err, "op times: event %ld (%s): 'dur' must not be negative", idx, nm);
+	*dur_s *= 1e-6;
+	*kind = op_kind_of(nm);
+	if (*kind < 0) return 0;
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+	if (!cJSON_IsObject(args)) return errf(err, "op times: event %ld (%s): missing object 'args'", idx, nm);
+	if (num_field(args, "stage", idx, nm, &v, err)) return -1;
+	if (v < 0 || v >= PLAN_MAX_STAGES || v != floor(v))
+		return errf(err, "op times: event %ld (%s): args.stage %g is not a stage number (0..%d)", idx, nm, v,
+			    PLAN_MAX_STAGES - 1);
+	*stage = (int)v;
+	if (*kind != OPT_OPT && num_field(args, "mb", idx, nm, &v, err)) return -1;
+	static const char *const optional[] = {"chunk", "layers"};
+	for (int i = 0; i < 2; i++)
+		if (cJSON_GetObjectItemCaseSensitive(args, optional[i]) && num_field(args, optional[i], idx, nm, &v, err))
+			return -1;
+	return 0;
+}
+
+static int add_events(const cJSON *arr, struct op_times *t, int pass, char *err)
+{
+	long idx = 0;
+	const cJSON *ev;
+	cJSON_ArrayForEach(ev, arr) {
+		idx++;
+		if (!cJSON_IsObject(ev)) return errf(err, "op times: event %ld is not an object", idx);
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
+		if (!cJSON_IsString(ph)) return errf(err, "op times: event %ld: missing string field 'ph'", idx);
+		if (strcmp(ph->valuestring, "X")) continue;
+		int kind = -1, stage = 0;
+		double dur;
+		if (check_event(ev, idx, &kind, &stage, &dur, err)) return -1;
+		if (pass == 0) {
+			t->events++;
+			if (kind < 0) t->ignored++;
+			else if (stage + 1 > t->nstages) t->nstages = stage + 1;
+		} else if (kind >= 0) {
+			t->mean_s[kind][stage] += dur;
+			t->n[kind][stage]++;
+		}
+	}
+	return 0;
+}
+
+int trace_read_op_times(const char *path, struct op_times *out, char *err)
+{
+	memset(out, 0, sizeof(*out));
+	char *text = read_file(path, (size_t)1 << 30, err);
+	if (!text) return -1;
+	cJSON *root = cJSON_Parse(text);
+	free(text);
+	if (!root) return errf(err, "op times: %s: malformed JSON", path);
+	const cJSON *arr = cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+	int rc = -1;
+	if (!cJSON_IsArray(arr)) {
+		errf(err, "op times: %s: missing array 'traceEvents'", path);
+		goto out;
+	}
+	if (add_events(arr, out, 0, err)) goto out;
+	if (out->nstages == 0) {
+		errf(err, "op times: %s: no complete (ph \"X\") events named F, B, W, BW or optimizer", path);
+		goto out;
+	}
+	for (int k = 0; k < OPT_KINDS; k++) {
+		out->mean_s[k] = calloc((size_t)out->nstages, sizeof(double));
+		out->n[k] = calloc((size_t)out->nstages, sizeof(int));
+		if (!out->mean_s[k] || !out->n[k]) { errf(err, "op times: out of memory"); goto out; }
+	}
+	if (add_events(arr, out, 1, err)) goto out;
+	for (int k = 0; k < OPT_KINDS; k++)
+		for (int s = 0; s < out->nstages; s++)
+			if (out->n[k][s]) out->mean_s[k][s] /= out->n[k][s];
+	rc = 0;
+out:
+	cJSON_Delete(root);
+	if (rc) op_times_free(out);
+	return rc;
 }

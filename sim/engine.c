@@ -197,9 +197,10 @@ static void finish_op(struct eng *e, int r, size_t i, int stage, double t0, doub
 	if (op->kind == OP_F) mark_done(e, key_of(s, K_F, op->dir, stage, op->mb), t1);
 	if (op->kind == OP_B || op->kind == OP_BW) mark_done(e, key_of(s, K_B, op->dir, stage, op->mb), t1);
 	if (op->kind != OP_W) send_after(e, r, op, stage, t1);
-	if ((op->kind == OP_W || op->kind == OP_BW) &&
-	    --e->grad_left[r * s->chunks + op->chunk] == 0 && e->c->dp_reduce)
-		dp_reduce(e, r, stage, t0, t1);
+	if (op->kind == OP_W || op->kind == OP_BW) {
+		int last = --e->grad_left[r * s->chunks + op->chunk] == 0;
+		if (e->c->dp_reduce && (last || e->c->dp_every_mb)) dp_reduce(e, r, stage, t0, t1);
+	}
 }
 
 static double group_duration(const struct eng *e, size_t i, int n, const int *stage)
@@ -251,7 +252,8 @@ static int check_costs(const struct sched *s, const struct engine_costs *c, char
 		if (c->p2p && k + 1 < s->nstages && !(c->p2p[k] >= 0))
 			return errf(err, "engine: boundary %d: p2p time must be a non-negative number", k);
 		if ((c->dp_reduce && !(c->dp_reduce[k] >= 0)) || (c->param_gather && !(c->param_gather[k] >= 0)) ||
-		    (c->opt && !(c->opt[k] >= 0)) || (c->t_fb && isnan(c->t_fb[k])))
+		    (c->opt && !(c->opt[k] >= 0)) || (c->opt_gather && !(c->opt_gather[k] >= 0)) ||
+		    (c->t_fb && isnan(c->t_fb[k])))
 			return errf(err, "engine: stage %d: reduce/gather/optimizer times must be non-negative numbers", k);
 	}
 	if (c->op_time)
@@ -274,6 +276,7 @@ static int eng_alloc(struct eng *e, const struct sched *s, struct engine_result 
 	size_t cap = s->nops * 2 + (size_t)s->pp * (size_t)s->chunks * 4 + 64;
 	if (e->c->param_gather) cap += s->nops;
 	if (e->c->dp_reduce && e->c->dp_buckets > 1) cap += (size_t)s->pp * s->chunks * (size_t)e->c->dp_buckets;
+	if (e->c->dp_reduce && e->c->dp_every_mb) cap += s->nops * (size_t)(e->c->dp_buckets > 1 ? e->c->dp_buckets : 1);
 	if (!e->done || !e->waiter[0] || !e->waiter[1] || !e->stack || !e->grad_left || !e->rs ||
 	    !out->rank || timeline_init(&out->tl, s->pp, cap, err))
 		return errf(err, "engine: out of memory (%zu ops)", s->nops);
@@ -331,6 +334,14 @@ static void optimizer_step(struct eng *e, int r)
 			for (int dir = 0; dir < s->ndirs; dir++)
 				if (s->ndirs == 1 || dir == c) d += e->c->opt[sched_stage(s, r, c, dir)];
 		emit(e, r, TL_COMPUTE, TL_OPT, t, t + d);
+		t += d;
+	}
+	if (e->c->opt_gather) {
+		double d = 0;
+		for (int c = 0; c < s->chunks; c++)
+			for (int dir = 0; dir < s->ndirs; dir++)
+				if (s->ndirs == 1 || dir == c) d += e->c->opt_gather[sched_stage(s, r, c, dir)];
+		if (d > 0) emit(e, r, TL_DP_COMM, TL_AG, t, t + d);
 		t += d;
 	}
 	er->step_end = fmax(t, st->ag_free);

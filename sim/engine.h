@@ -5,7 +5,7 @@
  * Optional extras on their own streams per rank: point-to-point sends, DP gradient reduction in
  * buckets once a stage's last weight gradient is produced (overlapping the rest of the
  * backward), ZeRO-3 parameter all-gathers ahead of each op (with prefetch), and the optimizer
- * step at the end. Activation memory is allocated at F and released at B (M_B - M_W) and W
+ * step at the end (then, optionally, the ZeRO-1/2 parameter all-gather). Activation memory is allocated at F and released at B (M_B - M_W) and W
  * (M_W), so the memory over time of every rank is exact for the given sizes.
  *
  * Units: durations in whatever unit the caller uses (the simulator uses seconds), bytes as
@@ -36,10 +36,14 @@ struct engine_costs {
 	const double *m_w_bytes;    /* the part still held after B until W; NULL: 0 */
 	const double *dp_reduce;    /* gradient reduce-scatter/all-reduce of the stage; NULL: none */
 	int dp_buckets;             /* buckets per stage, >= 1 (0 means 1) */
+	int dp_every_mb;            /* 1: reduce after every gradient op of the stage (ZeRO-2/3,
+				     * dp_reduce is then one micro-batch's share); 0: once per step */
 	const double *param_gather; /* ZeRO-3 all-gather of the stage's params; NULL: none */
 	int gather_every_op;        /* 1: before every F/B/BW; 0: only when the chunk changes */
 	int gather_prefetch;        /* 1: issued when the previous op starts; 0: when it ends */
 	const double *opt;          /* optimizer step of the stage's params; NULL: none */
+	const double *opt_gather;   /* parameter all-gather after the optimizer on the DP stream
+				     * (ZeRO-1/2 without overlap); NULL: none */
 };
 
 struct engine_rank {
