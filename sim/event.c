@@ -161,7 +161,7 @@ static int apply_measured(const struct op_times *mt, struct tables *tb, struct e
 	return 0;
 }
 
-static void fill_costs(const struct tables *tb, const struct plan *p, int dp, int p2p, struct engine_costs *c)
+static void fill_costs(const struct tables *tb, int dp, int p2p, struct engine_costs *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->t_f = tb->t[T_F];
@@ -177,7 +177,7 @@ static void fill_costs(const struct tables *tb, const struct plan *p, int dp, in
 	c->dp_every_mb = tb->dp_every_mb;
 	c->param_gather = tb->has_ag ? tb->t[T_AG] : NULL;
 	c->gather_every_op = 1;
-	c->gather_prefetch = p->overlap_param_gather;
+	c->gather_prefetch = 1; /* ZeRO-3/FSDP prefetch the next gather by construction [PB ZeRO-3] */
 	c->opt_gather = tb->has_optg ? tb->t[T_OPTG] : NULL;
 }
 
@@ -269,11 +269,11 @@ static int simulate(const struct model *m, const struct hw *h, const struct plan
 	}
 	struct engine_costs c;
 	struct engine_result r0, r1;
-	fill_costs(tb, p, 0, 0, &c);
+	fill_costs(tb, 0, 0, &c);
 	if (engine_run(s, &c, &r0, err)) return -1;
-	fill_costs(tb, p, 0, 1, &c);
+	fill_costs(tb, 0, 1, &c);
 	if (engine_run(s, &c, &r1, err)) { engine_result_free(&r0); return -1; }
-	fill_costs(tb, p, 1, 1, &c);
+	fill_costs(tb, 1, 1, &c);
 	int rc = engine_run(s, &c, &out->r, err);
 	if (!rc) {
 		double overhead = e->kind[0].overhead_s;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tuner/search.h"
-#include "sim/engine.h"
+#include "sim/event.h"
 #include "sim/flops.h"
 #include "sim/hw.h"
 #include "sim/model.h"
@@ -348,59 +348,7 @@ static int enumerate_world(struct ctx *c, int gpus, double f0, double f1)
 	return 0;
 }
 
-/* ---- refinement with the event engine ---- */
-
-static const struct rank_est *kind_of_rank(const struct estimate *e, int rank, int pp)
-{
-	for (int j = 0; j < e->nkinds; j++)
-		if (e->kind[j].stage == rank) return &e->kind[j];
-	if (e->nkinds == 1) return &e->kind[0];
-	if (rank == 0) return &e->kind[0];
-	if (rank == pp - 1) return &e->kind[e->nkinds - 1];
-	return &e->kind[e->nkinds > 2 ? 1 : 0];
-}
-
-/* Step time of the plan with the pipeline part timed by the event engine instead of the
- * closed form: the analytical span (busy + exposed PP communication + bubble) is replaced by
- * the engine's span over the schedule's op lists; DP tail, optimizer and fixed overhead stay
- * as estimated. Per-op durations come from the estimate (its t_f/t_b/t_w cover every chunk
- * a rank holds, so they are split evenly over the rank's stages). */
-static int refine_step(const struct plan *p, const struct estimate *e, double *step, char *err)
-{
-	if (p->pp == 1) { *step = e->step_time_s; return 0; }
-	int chunks = p->schedule == SCHED_INTERLEAVED ? p->vpp : 1;
-	struct sched *s = sched_create(p->schedule, p->pp, plan_microbatches(p), chunks, err);
-	if (!s) return -1;
-	int n = s->nstages, rc = -1;
-	double *buf = calloc((size_t)n * 4, sizeof(double));
-	if (!buf) { sched_destroy(s); return errf(err, "search: out of memory"); }
-	double *tf = buf, *tb = buf + n, *tw = buf + 2 * n, *p2p = buf + 3 * n;
-	int per_rank = plan_stages(p) / p->pp > 0 ? plan_stages(p) / p->pp : 1;
-	for (int st = 0; st < n; st++) {
-		int rank, chunk, rank2, chunk2;
-		sched_locate(s, 0, st, &rank, &chunk);
-		const struct rank_est *k = kind_of_rank(e, rank, p->pp);
-		tf[st] = k->t_f / per_rank; tb[st] = k->t_b / per_rank; tw[st] = k->t_w / per_rank;
-		if (st + 1 < n) {
-			sched_locate(s, 0, st + 1, &rank2, &chunk2);
-			p2p[st] = rank2 == rank ? 0 : k->t_p2p;
-		}
-	}
-	struct engine_costs ec;
-	memset(&ec, 0, sizeof(ec));
-	ec.t_f = tf; ec.t_b = tb; ec.t_w = tw; ec.p2p = p2p;
-	struct engine_result r;
-	if (engine_run(s, &ec, &r, err) == 0) {
-		const struct rank_est *k0 = &e->kind[0];
-		double span = k0->compute_s + k0->tp_comm_s + k0->cp_comm_s + k0->ep_comm_s + k0->pp_comm_s + k0->bubble_s;
-		*step = e->step_time_s - span + r.cost;
-		engine_result_free(&r);
-		rc = 0;
-	}
-	free(buf);
-	sched_destroy(s);
-	return rc;
-}
+/* ---- refinement with the event engine (sim/event.h: the whole step, DP tail included) ---- */
 
 static int cmp_score(const void *a, const void *b)
 {
@@ -418,15 +366,21 @@ static void refine_top(const struct search_req *rq, struct search_result *res)
 	struct estimate e;
 	for (int i = 0; i < res->ntop; i++) {
 		struct search_cand *k = &res->top[i];
-		double step = 0;
+		struct event_sim ev;
 		if (build_plan(rq, k, &p, err) || estimate_plan(rq->m, rq->h, &p, &e, err) ||
-		    refine_step(&p, &e, &step, err) || !(step > 0))
+		    event_run(rq->m, rq->h, &p, &e, NULL, &ev, err))
 			continue;
-		k->step_s = step;
-		k->tokens_per_s = e.tokens_per_step / step;
-		k->tokens_per_s_per_gpu = k->tokens_per_s / p.gpus;
-		k->mfu = e.model_flops_per_step / (step * p.gpus * rq->h->peak_bf16_flops);
-		k->refined = 1;
+		if (ev.step_s > 0) {
+			k->step_s = ev.step_s;
+			k->tokens_per_s = ev.tokens_per_s;
+			k->tokens_per_s_per_gpu = ev.tokens_per_s_per_gpu;
+			k->mfu = ev.mfu;
+			k->bubble_fraction = ev.bubble_fraction;
+			k->exposed_comm_s = 0;
+			for (int d = 0; d < EV_DIM_COUNT; d++) k->exposed_comm_s += ev.exposed_s[d];
+			k->refined = 1;
+		}
+		event_sim_free(&ev);
 		k->score = score_of(rq, k);
 	}
 	qsort(res->top, (size_t)res->ntop, sizeof(*res->top), cmp_score);
