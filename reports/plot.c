@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "reports/gnuplot.h"
 #include "reports/plot.h"
 #include "sim/util.h"
 
@@ -31,7 +32,7 @@ struct box {
 };
 
 struct chart {
-	char dir[64];
+	struct gp g;
 	FILE *f[CAT_COUNT];
 	FILE *labels;
 	size_t count[CAT_COUNT];
@@ -127,16 +128,10 @@ static void add_event(struct chart *c, const struct tl_event *e)
 
 static int open_files(struct chart *c, char *err)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(c->dir, sizeof(c->dir), "%s/scaleplan-plot-XXXXXX", tmp && strlen(tmp) < 32 ? tmp : "/tmp");
-	if (!mkdtemp(c->dir)) return errf(err, "plot: cannot create a temporary directory: %s", strerror(errno));
-	char path[128];
-	for (int k = 0; k < CAT_COUNT; k++) {
-		snprintf(path, sizeof(path), "%s/%s", c->dir, cat_file[k]);
-		if (!(c->f[k] = fopen(path, "w"))) return errf(err, "plot: %s: %s", path, strerror(errno));
-	}
-	snprintf(path, sizeof(path), "%s/labels.dat", c->dir);
-	if (!(c->labels = fopen(path, "w"))) return errf(err, "plot: %s: %s", path, strerror(errno));
+	if (gp_open(&c->g, err)) return -1;
+	for (int k = 0; k < CAT_COUNT; k++)
+		if (!(c->f[k] = gp_file(&c->g, cat_file[k], err))) return -1;
+	if (!(c->labels = gp_file(&c->g, "labels.dat", err))) return -1;
 	return 0;
 }
 
@@ -147,33 +142,6 @@ static int close_files(struct chart *c)
 		if (c->f[k]) { bad |= ferror(c->f[k]) | fclose(c->f[k]); c->f[k] = NULL; }
 	if (c->labels) { bad |= ferror(c->labels) | fclose(c->labels); c->labels = NULL; }
 	return bad;
-}
-
-static void remove_files(struct chart *c)
-{
-	static const char *const extra[] = {"labels.dat", "plot.gp", "gnuplot.err"};
-	char path[128];
-	if (!c->dir[0]) return;
-	for (int k = 0; k < CAT_COUNT; k++) {
-		snprintf(path, sizeof(path), "%s/%s", c->dir, cat_file[k]);
-		unlink(path);
-	}
-	for (size_t k = 0; k < sizeof(extra) / sizeof(extra[0]); k++) {
-		snprintf(path, sizeof(path), "%s/%s", c->dir, extra[k]);
-		unlink(path);
-	}
-	rmdir(c->dir);
-}
-
-/* gnuplot strings: titles go in double quotes with enhanced text off; the output path in
- * single quotes, which cannot hold a quote or a newline, so such paths are refused */
-static void put_title(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\') fputc('\\', f);
-		if (*s == '\n') { fputs("\\n", f); continue; }
-		fputc(*s, f);
-	}
 }
 
 static void write_ytics(FILE *f, const int *rows, int n)
@@ -187,10 +155,9 @@ static void write_script(FILE *f, const struct chart *c, const char *out, int sv
 			 const struct plot_bubble_opts *o, const int *rows, int nranks)
 {
 	int height = 150 + c->nrows * (c->nrows > 16 ? 22 : 34);
-	if (svg) fprintf(f, "set terminal svg size %d,%d dynamic font \"DejaVu Sans,10\"\n", width, height);
-	else fprintf(f, "set terminal pngcairo size %d,%d font \"DejaVu Sans,10\"\n", width, height);
-	fprintf(f, "set output '%s'\nset title \"", out);
-	put_title(f, o->title ? o->title : "pipeline timeline");
+	gp_terminal(f, out, svg, width, height);
+	fputs("set title \"", f);
+	gp_put_string(f, o->title ? o->title : "pipeline timeline");
 	if (c->nrows < nranks)
 		fprintf(f, "\\nshowing %d of %d ranks (evenly sampled, first and last included)", c->nrows, nranks);
 	fputs("\" noenhanced\n", f);
@@ -208,40 +175,11 @@ static void write_script(FILE *f, const struct chart *c, const char *out, int sv
 	for (int k = 0; k < CAT_COUNT; k++)
 		if (c->count[k])
 			fprintf(f, ", \\\n  '%s/%s' using 1:2:3:4:5:6 with boxxyerror fc rgb \"%s\" title \"%s\"",
-				c->dir, cat_file[k], cat_color[k], cat_title[k]);
+				c->g.dir, cat_file[k], cat_color[k], cat_title[k]);
 	if (c->nlabels)
 		fprintf(f, ", \\\n  '%s/labels.dat' using 1:2:3:4 with labels font \",8\" tc rgb variable notitle",
-			c->dir);
+			c->g.dir);
 	fputs("\n", f);
-}
-
-/* Runs gnuplot on the script; 0 when it exits 0, else -1 with its first stderr line. */
-static int run_gnuplot(const struct chart *c, char *err)
-{
-	char script[128], errpath[128];
-	snprintf(script, sizeof(script), "%s/plot.gp", c->dir);
-	snprintf(errpath, sizeof(errpath), "%s/gnuplot.err", c->dir);
-	pid_t pid = fork();
-	if (pid < 0) return errf(err, "plot: fork: %s", strerror(errno));
-	if (pid == 0) {
-		FILE *e = freopen(errpath, "w", stderr);
-		(void)e;
-		execlp("gnuplot", "gnuplot", script, (char *)NULL);
-		_exit(127);
-	}
-	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR) return errf(err, "plot: waitpid: %s", strerror(errno));
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return errf(err, "plot: gnuplot not found");
-	char line[160] = "";
-	FILE *e = fopen(errpath, "r");
-	if (e) {
-		while (fgets(line, sizeof(line), e) && strspn(line, " \t\n^") == strlen(line)) {}
-		fclose(e);
-	}
-	line[strcspn(line, "\n")] = 0;
-	return errf(err, "plot: gnuplot failed (status %d): %s", WIFEXITED(status) ? WEXITSTATUS(status) : -1, line);
 }
 
 static int check_output(const char *path, int *svg, char *err)
@@ -298,19 +236,15 @@ int plot_bubble(const struct timeline *tl, const char *path, const struct plot_b
 	for (size_t i = 0; i < tl->n; i++)
 		if (tl->ev[i].rank >= 0 && tl->ev[i].rank < tl->nranks) add_event(&c, &tl->ev[i]);
 	for (int k = 0; k < c.nrows * CAT_COUNT; k++) flush_box(&c, k % CAT_COUNT, &c.pending[k]);
-	char script[128];
-	snprintf(script, sizeof(script), "%s/plot.gp", c.dir);
-	FILE *f = fopen(script, "w");
-	if (!f) { errf(err, "plot: %s: %s", script, strerror(errno)); goto done; }
+	FILE *f = gp_file(&c.g, "plot.gp", err);
+	if (!f) goto done;
 	write_script(f, &c, path, svg, width, o, rows, tl->nranks);
 	int bad = ferror(f) | fclose(f);
-	if (close_files(&c) || bad) { errf(err, "plot: cannot write temporary files in %s", c.dir); goto done; }
-	rc = run_gnuplot(&c, err);
-	struct stat st;
-	if (!rc && (stat(path, &st) || st.st_size == 0)) rc = errf(err, "plot: gnuplot wrote no %s", path);
+	if (close_files(&c) || bad) { errf(err, "plot: cannot write temporary files in %s", c.g.dir); goto done; }
+	rc = gp_run(&c.g, path, err);
 done:
 	close_files(&c);
-	remove_files(&c);
+	gp_close(&c.g);
 	free(c.pending);
 	free(c.row_of);
 	free(rows);

@@ -31,6 +31,38 @@ int plot_bubble(const struct timeline *tl, const char *path, const struct plot_b
  * quote). Lets a caller reject a bad name before doing any work. */
 int plot_format(const char *path, char *err);
 
+/* Memory charts (reports/charts.c). Breakdown panel: one stacked bar per rank kind against a
+ * line at the GPU capacity. Time panel: memory of sampled pipeline ranks over one step, the
+ * static part plus the activation bytes the timeline's compute events carry. */
+enum { PM_WEIGHTS, PM_GRADS, PM_OPTIM, PM_ACT, PM_BUFFERS, PM_OVERHEAD, PM_PARTS };
+struct plot_mem_bar {
+	char label[40];
+	double bytes[PM_PARTS];
+};
+enum { PLOT_MEM_BREAKDOWN = 1, PLOT_MEM_TIME = 2, PLOT_MEM_BOTH = 3 };
+struct plot_memory_in {
+	const char *title;
+	const struct plot_mem_bar *bars;  /* nbars entries (breakdown panel) */
+	int nbars;
+	double capacity_bytes;
+	const struct timeline *tl;        /* time panel: NULL leaves it out */
+	const double *static_bytes;       /* per timeline rank */
+	int panels;                       /* PLOT_MEM_*; 0: both */
+};
+int plot_memory(const struct plot_memory_in *in, const char *path, char *err);
+
+/* Plans side by side: stacked step-time parts per plan and peak memory per plan against the
+ * capacity. Up to PLOT_CMP_MAX plans. */
+#define PLOT_CMP_MAX 16
+#define PLOT_CMP_PARTS 10
+struct plot_cmp_plan {
+	char label[64];
+	double part_s[PLOT_CMP_PARTS];
+	double peak_bytes;
+};
+int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *part_names, double capacity_bytes,
+		 const char *title, const char *path, char *err);
+
 /* Which rows a chart of nranks shows: fills rows[] (ascending ranks) and returns the count. */
 int plot_pick_rows(int nranks, int max_rows, int sample_rows, int *rows);
 

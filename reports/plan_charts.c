@@ -1,0 +1,74 @@
+/* plan_charts — from a simulated plan to the arguments of the chart writers. */
+#include <stdio.h>
+#include <string.h>
+#include "reports/plan_charts.h"
+#include "sim/util.h"
+
+_Static_assert(PLOT_CMP_PARTS == EVP_COUNT, "comparison parts are the event step parts");
+
+void plan_short(const struct plan *p, char *buf, size_t cap)
+{
+	char extra[48] = "";
+	size_t n = 0;
+	if (p->ep > 1) n += (size_t)snprintf(extra + n, sizeof(extra) - n, " ep%d", p->ep);
+	if (p->schedule == SCHED_INTERLEAVED) snprintf(extra + n, sizeof(extra) - n, " v%d", p->vpp);
+	snprintf(buf, cap, "dp%d tp%d pp%d cp%d%s zero%d %s mbs%d rc %s", p->dp, p->tp, p->pp, p->cp, extra, p->zero,
+		 p->pp > 1 ? schedule_name(p->schedule) : "no-pp", p->mbs, recompute_name(p->recompute));
+}
+
+int chart_bubble(const struct plan *p, const struct event_sim *s, const char *path, int max_rows, char *err)
+{
+	char desc[128], title[1024];
+	plan_short(p, desc, sizeof(desc));
+	snprintf(title, sizeof(title), "%s on %d x %s: %s, m=%d\nstep %.3f s, bubble fraction %.3f (bubble/ideal), rate %.3f (bubble/span)",
+		 p->model, p->gpus, p->gpu, desc, s->sched->m, s->step_s, s->bubble_fraction, s->bubble_rate);
+	struct plot_bubble_opts o = {.title = title, .time_unit = "s", .max_rows = max_rows};
+	return plot_bubble(&s->r.tl, path, &o, err);
+}
+
+int chart_memory(const struct plan *p, const struct estimate *e, const struct event_sim *s, int panels,
+		 const char *path, char *err)
+{
+	struct plot_mem_bar bars[EST_MAX_KINDS];
+	double static_bytes[PLAN_MAX_STAGES];
+	int pp = s->sched->pp;
+	if (pp > PLAN_MAX_STAGES) return errf(err, "plot: more than %d pipeline ranks", PLAN_MAX_STAGES);
+	for (int j = 0; j < e->nkinds; j++) {
+		const struct rank_est *k = &e->kind[j];
+		struct plot_mem_bar *b = &bars[j];
+		double act = 0; /* the engine's peak over the ranks of this kind */
+		for (int r = 0; r < pp; r++)
+			if (s->rank[r].kind == j && s->rank[r].peak_act_bytes > act) act = s->rank[r].peak_act_bytes;
+		snprintf(b->label, sizeof(b->label), "%s", k->label);
+		b->bytes[PM_WEIGHTS] = k->weights_bytes;
+		b->bytes[PM_GRADS] = k->grads_bytes;
+		b->bytes[PM_OPTIM] = k->optim_bytes;
+		b->bytes[PM_ACT] = act;
+		b->bytes[PM_BUFFERS] = k->buffers_bytes + k->logits_bytes;
+		b->bytes[PM_OVERHEAD] = k->overhead_bytes;
+	}
+	for (int r = 0; r < pp; r++) static_bytes[r] = s->rank[r].static_bytes;
+	char desc[128], title[1024];
+	plan_short(p, desc, sizeof(desc));
+	snprintf(title, sizeof(title), "%s on %d x %s: %s  peak %.1f GiB of %.1f GiB (%s)", p->model, p->gpus, p->gpu,
+		 desc, s->peak_mem_bytes / 1073741824.0, s->capacity_bytes / 1073741824.0, s->fits ? "fits" : "does not fit");
+	struct plot_memory_in in = {.title = title, .bars = bars, .nbars = e->nkinds, .capacity_bytes = s->capacity_bytes,
+				    .tl = &s->r.tl, .static_bytes = static_bytes, .panels = panels};
+	return plot_memory(&in, path, err);
+}
+
+void chart_cmp_entry(const char *label, const struct event_sim *s, struct plot_cmp_plan *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->label, sizeof(out->label), "%s", label);
+	for (int k = 0; k < PLOT_CMP_PARTS; k++) out->part_s[k] = s->part_s[k];
+	out->peak_bytes = s->peak_mem_bytes;
+}
+
+int chart_compare(const struct plot_cmp_plan *plans, int n, double capacity_bytes, const char *title,
+		  const char *path, char *err)
+{
+	const char *names[PLOT_CMP_PARTS];
+	for (int k = 0; k < PLOT_CMP_PARTS; k++) names[k] = ev_part_name(k);
+	return plot_compare(plans, n, names, capacity_bytes, title, path, err);
+}
