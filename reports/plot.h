@@ -56,7 +56,7 @@ int plot_memory(const struct plot_memory_in *in, const char *path, char *err);
 #define PLOT_CMP_MAX 16
 #define PLOT_CMP_PARTS 10
 struct plot_cmp_plan {
-	char label[64];
+	char label[160];
 	double part_s[PLOT_CMP_PARTS];
 	double peak_bytes;
 };

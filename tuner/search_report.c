@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <cjson/cJSON.h>
+#include "tuner/report.h"
 #include "tuner/search.h"
 #include "sim/hw.h"
 #include "sim/model.h"
@@ -345,8 +346,73 @@ static void md_table(const struct search_req *rq, const struct search_result *re
 	if (html) fputs("</table>\n", f);
 }
 
+/* The inputs: request, pinned dimensions, base plan switches. */
+static void report_inputs(const struct search_req *rq, FILE *f, int html)
+{
+	const struct search_fix *x = &rq->fix;
+	struct { const char *k; int v; } pins[] = {{"dp", x->dp}, {"tp", x->tp}, {"pp", x->pp}, {"cp", x->cp},
+		{"ep", x->ep}, {"vpp", x->vpp}, {"zero", x->zero}, {"sp", x->sp}, {"mbs", x->mbs},
+		{"recompute_layers", x->recompute_layers}};
+	const char *li = html ? "<li>" : "- ", *end = html ? "</li>\n" : "\n";
+	fputs(html ? "<h2>Inputs</h2>\n<ul>\n" : "## Inputs\n\n", f);
+	fprintf(f, "%smodel %s (%d layers), %d x %s (%.1f GiB each, %d per node)%s", li, rq->m->name, rq->m->layers,
+		rq->gpus, rq->h->name, rq->h->hbm_bytes / GIB, rq->h->gpus_per_node, end);
+	fprintf(f, "%ssequence %d tokens, global batch %d sequences (%.2fM tokens), objective %s, top %d%s", li, rq->seq,
+		rq->gbs, (double)rq->gbs * rq->seq / 1048576.0, objective_name(rq->objective), rq->top, end);
+	fprintf(f, "%sprecision %s, overlap: grad reduce %s, param gather %s, tp comm %s%s", li,
+		rq->base.precision == PREC_FP8 ? "fp8" : rq->base.precision == PREC_FP32 ? "fp32" : "bf16",
+		rq->base.overlap_grad_reduce ? "on" : "off", rq->base.overlap_param_gather ? "on" : "off",
+		rq->base.overlap_tp_comm ? "on" : "off", end);
+	fprintf(f, "%spinned:", li);
+	int any = 0;
+	for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
+		if (pins[i].v >= 0) { fprintf(f, " %s=%d", pins[i].k, pins[i].v); any = 1; }
+	if (x->recompute >= 0) { fprintf(f, " recompute=%s", recompute_name((enum recompute)x->recompute)); any = 1; }
+	if (x->schedule >= 0) { fprintf(f, " schedule=%s", schedule_name((enum schedule)x->schedule)); any = 1; }
+	if (x->order >= 0) { fprintf(f, " order=%s", search_order_name(x->order)); any = 1; }
+	if (rq->max_pp) { fprintf(f, " max_pp=%d", rq->max_pp); any = 1; }
+	fprintf(f, "%s%s", any ? "" : " nothing", end);
+	if (html) fputs("</ul>\n", f);
+}
+
+/* explain() and print_shapes() as preformatted text (HTML-escaped for the HTML file) */
+static void report_why(const struct search_req *rq, const struct search_result *res, FILE *f, int html)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m) return;
+	explain(rq, res, m);
+	print_shapes(rq, res, m);
+	fclose(m);
+	fputs(html ? "<h2>Why the winner wins</h2>\n<pre>" : "\n## Why the winner wins\n\n```", f);
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+		if (html && c == '<') fputs("&lt;", f);
+		else if (html && c == '>') fputs("&gt;", f);
+		else if (html && c == '&') fputs("&amp;", f);
+		else fputc(c, f);
+	}
+	fputs(html ? "</pre>\n" : "```\n", f);
+	free(text);
+}
+
+static void report_pics_section(const struct report_pics *pics, FILE *f, int html)
+{
+	if (!pics->n) return;
+	fputs(html ? "<h2>Pictures</h2>\n" : "\n## Pictures\n\n", f);
+	for (int i = 0; i < pics->n; i++) {
+		const struct report_pic *p = &pics->pic[i];
+		if (html)
+			fprintf(f, "<figure><a href=\"%s\"><img src=\"%s\" alt=\"%s\" style=\"max-width:100%%\"></a>"
+				"<figcaption>%s</figcaption></figure>\n", p->file, p->file, p->file, p->caption);
+		else
+			fprintf(f, "![%s](%s)\n\n%s ([%s](%s))\n\n", p->file, p->file, p->caption, p->file, p->file);
+	}
+}
+
 static int report_file(const struct search_req *rq, const struct search_result *res, const struct search_out *o,
-		       const char *path, int html, char *err)
+		       const struct report_pics *pics, const char *path, int html, char *err)
 {
 	FILE *f = fopen(path, "w");
 	if (!f) return errf(err, "report: %s: %s", path, strerror(errno));
@@ -356,18 +422,21 @@ static int report_file(const struct search_req *rq, const struct search_result *
 			"</head><body>\n<h1>scaleplan tune: %s on %d &times; %s</h1>\n", rq->m->name, rq->gpus, rq->h->name);
 	else
 		fprintf(f, "# scaleplan tune: %s on %d x %s\n\n", rq->m->name, rq->gpus, rq->h->name);
-	fprintf(f, html ? "<p>" : "");
-	fprintf(f, "seq %d, global batch %d sequences, objective %s. Enumerated %ld plans in %.3f s (%.0f plans/s); %ld fit.",
-		rq->seq, rq->gbs, objective_name(rq->objective), res->enumerated, res->seconds, res->plans_per_s, res->feasible);
+	report_inputs(rq, f, html);
+	fputs(html ? "<h2>Search</h2>\n<p>" : "\n## Search\n\n", f);
+	fprintf(f, "Enumerated %ld plans in %.3f s (%.0f plans/s); priced %ld, %ld fit.", res->enumerated, res->seconds,
+		res->plans_per_s, res->evaluated, res->feasible);
 	fprintf(f, html ? "</p>\n<ul>\n" : "\n\nRejected:\n\n");
 	for (int i = 0; i < REJ_COUNT; i++)
 		if (res->rejected[i])
 			fprintf(f, html ? "<li>%ld: %s</li>\n" : "- %ld: %s\n", res->rejected[i], search_reason_name((enum reject_reason)i));
-	fprintf(f, html ? "</ul>\n" : "\n");
+	fprintf(f, html ? "</ul>\n<h2>Ranked plans</h2>\n" : "\n## Ranked plans\n\n");
 	if (res->ntop) md_table(rq, res, f, html);
 	else fprintf(f, html ? "<p>No plan fits.</p>\n" : "No plan fits.\n");
-	fprintf(f, html ? "<p>%s</p>\n" : "\n%s\n", res->refined ? "Top plans re-timed with the event engine." :
+	fprintf(f, html ? "<p>%s</p>\n" : "\n%s\n", res->refined ? "Top plans re-timed with the event engine (sim/event.h)." :
 		"Ranked by the analytical estimate only.");
+	if (res->ntop) report_why(rq, res, f, html);
+	report_pics_section(pics, f, html);
 	if (o && o->tune_id) fprintf(f, html ? "<p>Recorded as tune %ld.</p>\n" : "\nRecorded as tune %ld.\n", o->tune_id);
 	if (html) fputs("</body></html>\n", f);
 	if (fclose(f)) return errf(err, "report: %s: %s", path, strerror(errno));
@@ -378,9 +447,14 @@ int search_write_report(const struct search_req *rq, const struct search_result 
 			const char *dir, char *err)
 {
 	char path[1024];
+	struct report_pics pics;
 	if (mkdir(dir, 0777) && errno != EEXIST) return errf(err, "report: %s: %s", dir, strerror(errno));
+	int rc = report_pictures(rq, res, dir, &pics, err);
+	/* the text is written even when a picture failed; the failure is still reported */
+	char err2[ERR_LEN];
 	snprintf(path, sizeof(path), "%s/report.md", dir);
-	if (report_file(rq, res, o, path, 0, err)) return -1;
+	if (report_file(rq, res, o, &pics, path, 0, err2)) return errf(err, "%s", err2);
 	snprintf(path, sizeof(path), "%s/report.html", dir);
-	return report_file(rq, res, o, path, 1, err);
+	if (report_file(rq, res, o, &pics, path, 1, err2)) return errf(err, "%s", err2);
+	return rc;
 }
