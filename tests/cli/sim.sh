@@ -98,4 +98,118 @@ expect_err_line "schedule"
 expect_rc 2 "$SP" sim "${BASE[@]}" --no-such-flag
 expect_err_line "no-such-flag"
 
+# --- the event engine (sim --engine event): JSON contract and independent expectations
+# a small Llama-shaped model keeps p2p times tiny and every plan in memory
+cat >"$TMP/tiny.json" <<'EOF'
+{"model_type": "llama", "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 4,
+ "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 32000, "tie_word_embeddings": false}
+EOF
+TINY=(--model "$TMP/tiny.json" --gpu h100-sxm --seq 1024)
+expect_rc 0 "$SP" sim "${BASE[@]}" --pp 4 --tp 2 --gbs 16 --engine event --json
+cp "$TMP/out" "$TMP/ev.json"
+json_check "$TMP/ev.json" 'all(k in d for k in ("step_time_s","tokens_per_s_per_gpu","mfu","peak_mem_bytes","fits","ranks","exposed_comm_s"))'
+json_check "$TMP/ev.json" 'len(d["ranks"]) == 4 and all(all(k in r for k in ("bubble_fraction","bubble_rate","peak_mem_bytes")) for r in d["ranks"])'
+json_check "$TMP/ev.json" 'sorted(d["exposed_comm_s"]) == ["cp","dp","ep","pp","tp"] and min(d["exposed_comm_s"].values()) >= 0'
+json_check "$TMP/ev.json" 'd["peak_mem_bytes"] == max(r["peak_mem_bytes"] for r in d["ranks"]) and d["fits"] == (d["peak_mem_bytes"] <= d["capacity_bytes"])'
+# the parts of the step add up to the step
+json_check "$TMP/ev.json" 'abs(sum(d["step_breakdown_s"].values()) - d["step_time_s"]) <= 1e-9 * d["step_time_s"]'
+# tokens/s per GPU = gbs * seq / step / gpus
+json_check "$TMP/ev.json" 'abs(d["tokens_per_s_per_gpu"] - 16*4096/d["step_time_s"]/8) <= 1e-6*d["tokens_per_s_per_gpu"]'
+# bubble rate (bubble/span) and fraction (bubble/ideal) of one rank describe the same idle time:
+# rate = fraction / (1 + fraction)
+json_check "$TMP/ev.json" 'all(abs(r["bubble_rate"] - r["bubble_fraction"]/(1+r["bubble_fraction"])) < 1e-9 for r in d["ranks"])'
+expect_rc 0 "$SP" sim "${BASE[@]}" --pp 4 --tp 2 --gbs 16 --engine event
+expect_out '^step time '
+expect_out 'bubble \(worst rank\) +fraction [0-9.]+ \(bubble/ideal, Megatron\) +rate'
+expect_out 'exposed communication \(s\) +tp [0-9.]+ +cp [0-9.]+ +ep [0-9.]+ +pp [0-9.]+ +dp'
+
+# pp 1, dp 1 (tp 8 on 8 GPUs): one rank runs its micro-batches back to back, nothing to reduce,
+# so the event step is the analytical compute + in-op (exposed TP) communication + optimizer +
+# fixed overhead of the same estimate; only the summation order differs (tolerance 1e-9).
+expect_rc 0 "$SP" sim "${BASE[@]}" --tp 8 --gbs 8 --json
+cp "$TMP/out" "$TMP/an1.json"
+expect_rc 0 "$SP" sim "${BASE[@]}" --tp 8 --gbs 8 --engine event --json
+cp "$TMP/out" "$TMP/ev1.json"
+python3 - "$TMP/an1.json" "$TMP/ev1.json" <<'PY' && ok || bad "pp1 event step != analytical compute + exposed comm + optimizer + overhead"
+import json, sys
+a = json.load(open(sys.argv[1])); e = json.load(open(sys.argv[2]))
+t = a["rank_kinds"][0]["time"]
+want = t["compute_s"] + t["tp_comm_s"] + t["cp_comm_s"] + t["ep_comm_s"] + t["optimizer_s"] + t["overhead_s"]
+assert abs(e["step_time_s"] - want) <= 1e-9 * want, (e["step_time_s"], want)
+PY
+
+# 1F1B with uniform stage times (every stage F 100 ms, fused backward 200 ms, from a trace):
+# bubble / ideal = (p-1)/m [MEG §2.2.1]; p = 4, m = 8 -> 0.375 on the first rank, plus what
+# the (sub-millisecond) p2p sends add, which the engine reports as exposed pp time
+{
+	printf '{"traceEvents": [\n'
+	for st in 0 1 2 3; do
+		printf '{"name":"F","ph":"X","ts":0,"dur":100000,"pid":%d,"tid":0,"args":{"mb":0,"chunk":0,"stage":%d,"layers":1}},\n' $st $st
+		printf '{"name":"BW","ph":"X","ts":0,"dur":200000,"pid":%d,"tid":0,"args":{"mb":0,"chunk":0,"stage":%d,"layers":1}},\n' $st $st
+	done
+	printf '{"name":"process_name","ph":"M","pid":0,"args":{"name":"rank 0"}}]}\n'
+} >"$TMP/uniform.json"
+expect_rc 0 "$SP" sim "${TINY[@]}" --gpus 4 --pp 4 --gbs 8 --engine event --op-times "$TMP/uniform.json" --json
+cp "$TMP/out" "$TMP/uni.json"
+json_check "$TMP/uni.json" 'abs(d["ranks"][0]["bubble_fraction"] - 3/8) <= d["exposed_comm_s"]["pp"]/(8*0.300) + 1e-9'
+json_check "$TMP/uni.json" 'd["exposed_comm_s"]["pp"] < 0.01 * d["pipeline_span_s"] and d["op_times"]["stages_measured"] == 4'
+json_check "$TMP/uni.json" 'all(s["source"].startswith("trace") and abs(s["t_f_s"]-0.100) < 1e-12 and abs(s["t_b_s"]+s["t_w_s"]-0.200) < 1e-12 for s in d["stages"])'
+
+# a hand-written trace, two stages of unequal speed (stage 0: F 10 ms, B+W 20 ms; stage 1: F 30,
+# B+W 60), 1F1B over 3 micro-batches. By hand (rank 0: F0 F1 B0 F2 B1 B2; rank 1: F0 B0 F1 B1
+# F2 B2): rank 1 finishes B2 at 280 ms, rank 0 runs B2 280-300 ms: span 300 ms. Each of the two
+# crossings on that critical path adds one p2p time, which the engine reports as exposed pp.
+cat >"$TMP/hand.json" <<'EOF'
+{"traceEvents": [
+ {"name": "F", "ph": "X", "ts": 0, "dur": 10000, "pid": 0, "tid": 0, "args": {"mb": 0, "chunk": 0, "stage": 0, "layers": 2}},
+ {"name": "F", "ph": "X", "ts": 20000, "dur": 10000, "pid": 0, "tid": 0, "args": {"mb": 1, "chunk": 0, "stage": 0, "layers": 2}},
+ {"name": "BW", "ph": "X", "ts": 40000, "dur": 20000, "pid": 0, "tid": 0, "args": {"mb": 0, "chunk": 0, "stage": 0, "layers": 2}},
+ {"name": "F", "ph": "X", "ts": 10000, "dur": 30000, "pid": 1, "tid": 0, "args": {"mb": 0, "chunk": 0, "stage": 1, "layers": 2}},
+ {"name": "BW", "ph": "X", "ts": 40000, "dur": 60000, "pid": 1, "tid": 0, "args": {"mb": 0, "chunk": 0, "stage": 1, "layers": 2}},
+ {"name": "allreduce", "ph": "X", "ts": 40000, "dur": 123, "pid": 1, "tid": 3, "args": {}},
+ {"name": "optimizer", "ph": "X", "ts": 300000, "dur": 5000, "pid": 0, "tid": 0, "args": {"stage": 0}},
+ {"name": "optimizer", "ph": "X", "ts": 300000, "dur": 5000, "pid": 1, "tid": 0, "args": {"stage": 1}},
+ {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "rank 0"}}
+]}
+EOF
+expect_rc 0 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/hand.json" --json
+cp "$TMP/out" "$TMP/hand_out.json"
+json_check "$TMP/hand_out.json" 'abs(d["pipeline_span_s"] - d["exposed_comm_s"]["pp"] - 0.300) <= 1e-9'
+json_check "$TMP/hand_out.json" 'abs(d["step_breakdown_s"]["optimizer"] - 0.005) <= 1e-12 and d["op_times"]["ignored"] == 1'
+expect_rc 0 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --op-times "$TMP/hand.json" --trace "$TMP/sim_trace.json"
+expect_out 'op times: 2 of 2 stages from'
+expect_out 'trace: F,BW,opt'
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d["traceEvents"] if e["ph"]=="X"]; assert len(x) >= 12' "$TMP/sim_trace.json" && ok || bad "sim --trace output"
+
+# bad traces and engine options: exit 2, one line naming the problem
+printf '{"traceEvents": [{"name": "F", "ph": "X"' >"$TMP/broken.json"
+expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/broken.json"
+expect_err_line 'op times: .*malformed JSON'
+printf '{"traceEvents": [{"name": "F", "ph": "X", "ts": 0, "dur": 5, "pid": 0, "tid": 0, "args": {"mb": 0}}]}' >"$TMP/nostage.json"
+expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/nostage.json"
+expect_err_line "event 1 \(F\): missing field 'stage'"
+printf '{"traceEvents": [{"name": "B", "ph": "X", "ts": 0, "pid": 0, "tid": 0, "args": {"mb": 0, "stage": 0}}]}' >"$TMP/nodur.json"
+expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/nodur.json"
+expect_err_line "missing field 'dur'"
+printf '{"traceEvents": [{"name": "F", "ph": "X", "ts": 0, "dur": 5, "pid": 0, "tid": 0, "args": {"mb": 0, "stage": 7}}]}' >"$TMP/farstage.json"
+expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/farstage.json"
+expect_err_line 'stage 7 but the plan has 2 stages'
+printf '{"events": []}' >"$TMP/noarr.json"
+expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/noarr.json"
+expect_err_line "missing array 'traceEvents'"
+expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/no-such-trace.json"
+expect_err_line 'no-such-trace.json'
+expect_rc 2 "$SP" sim "${BASE[@]}" --engine warp
+expect_err_line "--engine: 'warp' is not analytical or event"
+expect_rc 2 "$SP" sim "${BASE[@]}" --engine analytical --op-times "$TMP/hand.json"
+expect_err_line '--op-times needs --engine event'
+
+# 64 stages x 512 micro-batches stays fast (the engine runs three times); 405B does not fit on
+# 512 GPUs this way, which is a result (exit 3), not an error
+t0=$(date +%s%N)
+expect_rc 3 "$SP" sim --model llama-3.1-405b --gpu h100-sxm --gpus 512 --tp 8 --pp 64 --gbs 512 --engine event --json
+t1=$(date +%s%N)
+json_check "$TMP/out" 'len(d["ranks"]) == 64 and d["microbatches"] == 512'
+[ $(( (t1 - t0) / 1000000 )) -lt 5000 ] && ok || bad "pp64 m512 event sim took $(( (t1 - t0) / 1000000 )) ms"
+
 summary
