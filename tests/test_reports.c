@@ -1,12 +1,21 @@
 /* Trace writer and bubble-plot row choice: the trace of a hand-built two-event timeline parses
  * as JSON with the fields the Chrome Trace Event Format requires (reference/ecosystem.md §4.1),
- * times scaled to microseconds; large pipelines show a sample of rows including the ends. */
+ * times scaled to microseconds; large pipelines show a sample of rows including the ends.
+ * Measured op times read from a hand-written trace average per (stage, kind); the engine's
+ * per-micro-batch reduction and post-optimizer gather land where a hand count puts them; the
+ * event simulation of a plan keeps its invariants (parts add up to the step, 1F1B holds p-r
+ * micro-batches of activations at rank r [MEG §2.2.1]). */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "reports/plot.h"
 #include "reports/trace.h"
+#include "sim/engine.h"
+#include "sim/event.h"
+#include "sim/hw.h"
+#include "sim/model.h"
+#include "sim/plan.h"
 #include "sim/util.h"
 #include "tests/test.h"
 
@@ -78,9 +87,114 @@ static void test_rows(void)
 	CHECK(plot_format("it's.png", err) < 0, "quote refused");
 }
 
+static int write_tmp(char *path, const char *text)
+{
+	int fd = mkstemp(path);
+	if (fd < 0) return -1;
+	ssize_t n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+static void test_op_times(void)
+{
+	char err[ERR_LEN], path[] = "/tmp/scaleplan-optimes-XXXXXX";
+	const char *text =
+		"[{\"name\":\"F\",\"ph\":\"X\",\"ts\":0,\"dur\":1000,\"pid\":1,\"tid\":0,\"args\":{\"mb\":0,\"stage\":1}},\n"
+		" {\"name\":\"F\",\"ph\":\"X\",\"ts\":5,\"dur\":3000,\"pid\":1,\"tid\":0,\"args\":{\"mb\":1,\"stage\":1,\"chunk\":0,\"layers\":4}},\n"
+		" {\"name\":\"BW\",\"ph\":\"X\",\"ts\":9,\"dur\":500,\"pid\":0,\"tid\":0,\"args\":{\"mb\":0,\"stage\":0}},\n"
+		" {\"name\":\"reduce_scatter\",\"ph\":\"X\",\"ts\":9,\"dur\":7,\"pid\":0,\"tid\":3},\n"
+		" {\"name\":\"activations\",\"ph\":\"C\",\"ts\":9,\"pid\":0,\"args\":{\"bytes\":1}}]";
+	CHECK(write_tmp(path, text) == 0, "temporary trace");
+	struct op_times t;
+	CHECK(trace_read_op_times(path, &t, err) == 0, "read op times: %s", err);
+	if (t.nstages == 2) {
+		CHECK_REL(t.mean_s[OPT_F][1], 2e-3, 1e-12, "mean F of stage 1 = (1000+3000)/2 us");
+		CHECK(t.n[OPT_F][1] == 2 && t.n[OPT_F][0] == 0 && t.n[OPT_BW][0] == 1, "counts per (stage, kind)");
+		CHECK_REL(t.mean_s[OPT_BW][0], 5e-4, 1e-12, "BW of stage 0");
+		CHECK(t.events == 4 && t.ignored == 1, "4 complete events, the collective skipped (%ld, %ld)", t.events, t.ignored);
+	} else {
+		CHECK(0, "two stages expected, got %d", t.nstages);
+	}
+	op_times_free(&t);
+	op_times_free(&t);
+	unlink(path);
+	char bad[] = "/tmp/scaleplan-optimes-XXXXXX";
+	CHECK(write_tmp(bad, "[{\"name\":\"W\",\"ph\":\"X\",\"ts\":0,\"dur\":\"long\",\"pid\":0,\"tid\":0}]") == 0, "tmp");
+	CHECK(trace_read_op_times(bad, &t, err) != 0 && strstr(err, "'dur' must be a number"), "non-numeric dur: %s", err);
+	unlink(bad);
+}
+
+/* pp 2, 1F1B, m 3, unit F and fused BW 2: a reduction of 0.25 after every backward (ZeRO-2
+ * style) gives 3 DP events per rank; optimizer 1 and gather 0.5 end the step at
+ * end + 1 + 0.5 on the rank whose compute ends last (rank 0, by the dependency chain). */
+static void test_engine_dp(void)
+{
+	char err[ERR_LEN];
+	struct sched *s = sched_create(SCHED_1F1B, 2, 3, 1, err);
+	CHECK(s != NULL, "sched: %s", err);
+	if (!s) return;
+	double f[2] = {1, 1}, b[2] = {2, 2}, red[2] = {0.25, 0.25}, opt[2] = {1, 1}, g[2] = {0.5, 0.5};
+	struct engine_costs c = {.t_f = f, .t_b = b, .dp_reduce = red, .dp_every_mb = 1, .opt = opt, .opt_gather = g};
+	struct engine_result r;
+	CHECK(engine_run(s, &c, &r, err) == 0, "engine: %s", err);
+	int dp[2] = {0, 0}, gathers = 0;
+	for (size_t i = 0; i < r.tl.n; i++) {
+		const struct tl_event *e = &r.tl.ev[i];
+		if (e->kind == TL_DP) dp[e->rank]++;
+		if (e->kind == TL_AG && e->stream == TL_DP_COMM) gathers++;
+	}
+	CHECK(dp[0] == 3 && dp[1] == 3, "one reduction per backward: %d, %d", dp[0], dp[1]);
+	CHECK(gathers == 2, "one post-optimizer gather per rank: %d", gathers);
+	/* 1F1B p=2 m=3 unit F, BW 2: rank 0 span (m+p-1)(F+BW) = 12; last reduction 12..12.25 */
+	CHECK_REL(r.rank[0].end, 12, 1e-12, "rank 0 compute end");
+	CHECK_REL(r.step, 12.25 + 1 + 0.5, 1e-12, "step = last reduction + optimizer + gather");
+	engine_result_free(&r);
+	sched_destroy(s);
+}
+
+static void test_event_plan(void)
+{
+	char err[ERR_LEN];
+	struct model m;
+	struct hw h;
+	struct plan p;
+	struct estimate e;
+	struct event_sim s;
+	plan_defaults(&p);
+	CHECK(model_load("llama-3-8b", &m, err) == 0 && hw_load("h100-sxm", &h, err) == 0, "profiles: %s", err);
+	CHECK(plan_set(&p, "model", "llama-3-8b", err) == 0 && plan_set(&p, "gpu", "h100-sxm", err) == 0 &&
+	      plan_set(&p, "gpus", "32", err) == 0 && plan_set(&p, "pp", "4", err) == 0 && plan_set(&p, "tp", "4", err) == 0 &&
+	      plan_set(&p, "zero", "1", err) == 0 && plan_set(&p, "gbs", "32", err) == 0, "plan: %s", err);
+	CHECK(plan_resolve(&p, &m, &h, err) == 0 && plan_validate(&p, &m, &h, err) == 0, "valid: %s", err);
+	CHECK(estimate_plan(&m, &h, &p, &e, err) == 0, "estimate: %s", err);
+	if (event_run(&m, &h, &p, &e, NULL, &s, err)) { CHECK(0, "event_run: %s", err); return; }
+	double sum = 0;
+	for (int k = 0; k < EVP_COUNT; k++) { sum += s.part_s[k]; CHECK(s.part_s[k] >= 0, "part %s >= 0", ev_part_name(k)); }
+	CHECK_REL(sum, s.step_s, 1e-12, "parts add up to the step");
+	for (int d = 0; d < EV_DIM_COUNT; d++) CHECK(s.exposed_s[d] >= 0, "exposed %s >= 0", ev_dim_name(d));
+	CHECK(s.exposed_s[EV_DP] > 0, "dp 8 with ZeRO-1 exposes some reduction");
+	int mb = s.sched->m;
+	for (int r = 0; r < 4; r++) {
+		const struct rank_est *k = &e.kind[s.rank[r].kind];
+		double held = (4 - r < mb ? 4 - r : mb) * k->act_per_mb_bytes;
+		CHECK_REL(s.rank[r].peak_act_bytes, held, 1e-9, "1F1B rank holds min(p-r, m) micro-batches");
+	}
+	event_sim_free(&s);
+	event_sim_free(&s);
+	/* a measured stage outside the plan is refused */
+	struct op_times t;
+	memset(&t, 0, sizeof(t));
+	t.nstages = 9;
+	CHECK(event_run(&m, &h, &p, &e, &t, &s, err) != 0 && strstr(err, "the plan has 4 stages"), "far stage: %s", err);
+}
+
 int main(void)
 {
 	test_trace();
 	test_rows();
+	test_op_times();
+	test_engine_dp();
+	test_event_plan();
 	return test_summary("test_reports");
 }

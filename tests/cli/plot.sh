@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `scaleplan plot bubble|memory|compare`: every chart renders through gnuplot (exit 0) to a
+# non-empty PNG (PNG signature) and SVG (text with an <svg tag); large pipelines are sampled and
+# say so; bad input exits 2 with one line naming the problem.
+. "$(dirname "$0")/lib.sh"
+
+P=(--model llama-3-8b --gpu h100-sxm --gpus 16 --tp 4 --pp 4 --gbs 16)
+is_png() { if [ -s "$1" ] && head -c 8 "$1" | grep -q PNG; then ok; else bad "$1: not a non-empty PNG"; fi; }
+is_svg() { if [ -s "$1" ] && grep -q '<svg' "$1" && grep -q '</svg>' "$1"; then ok; else bad "$1: not a non-empty SVG"; fi; }
+
+expect_rc 0 "$SP" plot --help
+expect_out 'usage: scaleplan plot bubble'
+expect_rc 0 "$SP" --help
+expect_out '^  plot '
+
+for ext in png svg; do
+	expect_rc 0 "$SP" plot bubble "${P[@]}" -o "$TMP/bubble.$ext"
+	expect_out "^wrote .*bubble.$ext"
+	expect_rc 0 "$SP" plot memory "${P[@]}" -o "$TMP/memory.$ext"
+	expect_rc 0 "$SP" plot memory "${P[@]}" --kind time -o "$TMP/memtime.$ext"
+	expect_rc 0 "$SP" plot compare "${P[@]}" --vs --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 2 --zero 3 --gbs 16 -o "$TMP/cmp.$ext"
+	expect_out "^wrote .*cmp.$ext \(2 plans\)"
+done
+for f in bubble memory memtime cmp; do is_png "$TMP/$f.png"; is_svg "$TMP/$f.svg"; done
+# the charts carry what they promise: legend entries, the capacity line, the plan labels
+grep -q 'B+W (fused backward)' "$TMP/bubble.svg" && grep -q 'bubble fraction' "$TMP/bubble.svg" && ok || bad "bubble.svg legend/title"
+grep -q 'optimizer states' "$TMP/memory.svg" && grep -q 'capacity' "$TMP/memory.svg" && grep -q 'rank 3' "$TMP/memory.svg" && ok || bad "memory.svg content"
+grep -q 'middle stages' "$TMP/memory.svg" && ! grep -q 'middle stages' "$TMP/memtime.svg" && ok || bad "--kind time draws only the time panel"
+grep -q 'A: dp1 tp4 pp4' "$TMP/cmp.svg" && grep -q 'B: dp8 tp2 pp1' "$TMP/cmp.svg" && grep -q 'exposed dp' "$TMP/cmp.svg" && ok || bad "cmp.svg labels"
+
+# plans from files, each --plan starting a new plan
+printf '{"model": "llama-3-8b", "gpu": "h100-sxm", "gpus": 16, "tp": 8, "pp": 2, "gbs": 16, "schedule": "zb-h1"}\n' >"$TMP/a.json"
+printf '{"model": "llama-3-8b", "gpu": "h100-sxm", "gpus": 16, "tp": 4, "pp": 4, "gbs": 16, "schedule": "interleaved", "vpp": 2}\n' >"$TMP/b.json"
+printf '{"model": "llama-3-8b", "gpu": "h100-sxm", "gpus": 16, "tp": 1, "zero": 3, "gbs": 16}\n' >"$TMP/c.json"
+expect_rc 0 "$SP" plot compare --plan "$TMP/a.json" --plan "$TMP/b.json" --plan "$TMP/c.json" -o "$TMP/files.svg"
+expect_out 'wrote .*files.svg \(3 plans\)'
+is_svg "$TMP/files.svg"
+grep -q 'a.json: dp1 tp8 pp2' "$TMP/files.svg" && grep -q 'b.json' "$TMP/files.svg" && grep -q 'c.json' "$TMP/files.svg" && ok || bad "plan files labelled"
+
+# 64 ranks x 512 micro-batches: rows sampled, and the chart says so
+expect_rc 0 "$SP" plot bubble --model llama-3.1-405b --gpu h100-sxm --gpus 512 --tp 8 --pp 64 --gbs 512 -o "$TMP/big.svg"
+if [ -s "$TMP/big.svg" ] && grep -q 'showing 16 of 64 ranks' "$TMP/big.svg"; then ok; else bad "big.svg missing or not sampled"; fi
+
+# bad input: exit 2, one line
+expect_rc 2 "$SP" plot
+expect_err_line 'give a chart'
+expect_rc 2 "$SP" plot pie "${P[@]}" -o "$TMP/x.png"
+expect_err_line "unknown chart 'pie'"
+expect_rc 2 "$SP" plot bubble "${P[@]}" -o "$TMP/x.pdf"
+expect_err_line 'must end in .png or .svg'
+expect_rc 2 "$SP" plot bubble "${P[@]}"
+expect_err_line '-o FILE.png or -o FILE.svg is required'
+expect_rc 2 "$SP" plot memory "${P[@]}" --kind pie -o "$TMP/x.png"
+expect_err_line "--kind: 'pie' is not breakdown, time or both"
+expect_rc 2 "$SP" plot bubble "${P[@]}" --kind time -o "$TMP/x.png"
+expect_err_line '--kind applies only to plot memory'
+expect_rc 2 "$SP" plot bubble --model llama-3-8b --gpu h100-sxm --gpus 24 --tp 3 -o "$TMP/x.png"
+expect_err_line 'tp \(3\) does not divide num_attention_heads'
+expect_rc 2 "$SP" plot compare "${P[@]}" -o "$TMP/x.svg"
+expect_err_line 'compare needs at least two plans'
+expect_rc 2 "$SP" plot bubble "${P[@]}" --vs "${P[@]}" -o "$TMP/x.svg"
+expect_err_line '--vs applies only to plot compare'
+expect_rc 2 "$SP" plot bubble "${P[@]}" --frob -o "$TMP/x.svg"
+expect_err_line "unknown option '--frob'"
+[ ! -e "$TMP/x.png" ] && [ ! -e "$TMP/x.svg" ] && ok || bad "a rejected plot left a file"
+
+summary
