@@ -74,8 +74,14 @@ static void print_event(const struct plan *p, const struct estimate *e, const st
 	       p->model, p->gpus, p->gpu, p->dp, p->tp, p->pp, p->cp, p->ep, p->zero, recompute_name(p->recompute),
 	       p->mbs, p->gbs, p->seq, schedule_name(s->sched->type));
 	printf("engine: event (%d micro-batches, %d stages, %zu ops)\n", s->sched->m, s->nstages, s->sched->nops);
-	if (mt) printf("op times: %d of %d stages from %s (%ld complete events, %ld not ops); the rest from the cost model\n",
+	if (mt) {
+		printf("op times: %d of %d stages from %s (%ld complete events, %ld not ops); the rest from the cost model\n",
 		       s->stages_measured, s->nstages, mt_path, mt->events, mt->ignored);
+		for (int st = 0; st < mt->nstages && st < s->nstages && st < p->nstage_layers; st++)
+			if (mt->layers[st] >= 0 && mt->layers[st] != p->stage_layers[st])
+				printf("note: the trace ran %d layers on stage %d, this plan puts %d there (times used as measured)\n",
+				       mt->layers[st], st, p->stage_layers[st]);
+	}
 	printf("step time                 %10.4f s   (analytical %.4f s)\n", s->step_s, e->step_time_s);
 	printf("pipeline span             %10.4f s\n", s->pipeline_span_s);
 	printf("tokens/s per GPU          %10.0f\n", s->tokens_per_s_per_gpu);

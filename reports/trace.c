@@ -102,7 +102,7 @@ static int num_field(const cJSON *o, const char *key, long idx, const char *what
 }
 
 /* Checks one complete event; returns its op kind (-1: not an op), stage and duration in s. */
-static int check_event(const cJSON *ev, long idx, int *kind, int *stage, double *dur_s, char *err)
+static int check_event(const cJSON *ev, long idx, int *kind, int *stage, int *layers, double *dur_s, char *err)
 {
 	double v;
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "name");
@@ -123,10 +123,13 @@ static int check_event(const cJSON *ev, long idx, int *kind, int *stage, double 
 			    PLAN_MAX_STAGES - 1);
 	*stage = (int)v;
 	if (*kind != OPT_OPT && num_field(args, "mb", idx, nm, &v, err)) return -1;
-	static const char *const optional[] = {"chunk", "layers"};
-	for (int i = 0; i < 2; i++)
-		if (cJSON_GetObjectItemCaseSensitive(args, optional[i]) && num_field(args, optional[i], idx, nm, &v, err))
-			return -1;
+	if (cJSON_GetObjectItemCaseSensitive(args, "chunk") && num_field(args, "chunk", idx, nm, &v, err)) return -1;
+	*layers = -1;
+	if (cJSON_GetObjectItemCaseSensitive(args, "layers")) {
+		if (num_field(args, "layers", idx, nm, &v, err)) return -1;
+		if (v < 0 || v > 1e6) return errf(err, "op times: event %ld (%s): args.layers %g is out of range", idx, nm, v);
+		*layers = (int)v;
+	}
 	return 0;
 }
 
@@ -140,9 +143,9 @@ static int add_events(const cJSON *arr, struct op_times *t, int pass, char *err)
 		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
 		if (!cJSON_IsString(ph)) return errf(err, "op times: event %ld: missing string field 'ph'", idx);
 		if (strcmp(ph->valuestring, "X")) continue;
-		int kind = -1, stage = 0;
+		int kind = -1, stage = 0, layers = -1;
 		double dur;
-		if (check_event(ev, idx, &kind, &stage, &dur, err)) return -1;
+		if (check_event(ev, idx, &kind, &stage, &layers, &dur, err)) return -1;
 		if (pass == 0) {
 			t->events++;
 			if (kind < 0) t->ignored++;
@@ -150,6 +153,7 @@ static int add_events(const cJSON *arr, struct op_times *t, int pass, char *err)
 		} else if (kind >= 0) {
 			t->mean_s[kind][stage] += dur;
 			t->n[kind][stage]++;
+			if (layers >= 0) t->layers[stage] = layers;
 		}
 	}
 	return 0;
@@ -179,6 +183,9 @@ int trace_read_op_times(const char *path, struct op_times *out, char *err)
 		out->n[k] = calloc((size_t)out->nstages, sizeof(int));
 		if (!out->mean_s[k] || !out->n[k]) { errf(err, "op times: out of memory"); goto out; }
 	}
+	out->layers = malloc((size_t)out->nstages * sizeof(int));
+	if (!out->layers) { errf(err, "op times: out of memory"); goto out; }
+	for (int s = 0; s < out->nstages; s++) out->layers[s] = -1;
 	if (add_events(arr, out, 1, err)) goto out;
 	for (int k = 0; k < OPT_KINDS; k++)
 		for (int s = 0; s < out->nstages; s++)

@@ -28,6 +28,8 @@ void op_times_free(struct op_times *t)
 		t->mean_s[k] = NULL;
 		t->n[k] = NULL;
 	}
+	free(t->layers);
+	t->layers = NULL;
 	t->nstages = 0;
 }
 

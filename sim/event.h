@@ -38,6 +38,7 @@ struct op_times {
 	int nstages;              /* 1 + the largest stage seen */
 	double *mean_s[OPT_KINDS];
 	int *n[OPT_KINDS];
+	int *layers;              /* per stage: args.layers last seen, -1 when not given */
 	long events, ignored;     /* complete events read; of which not an op kind used here */
 };
 void op_times_free(struct op_times *t);

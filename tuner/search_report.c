@@ -228,7 +228,7 @@ void search_print(const struct search_req *rq, const struct search_result *res, 
 	print_counts(rq, res, f);
 	if (!res->ntop) { print_infeasible(rq, res, f); return; }
 	if (res->refined)
-		fprintf(f, "\nranked by the analytical estimate; the top %d re-timed with the event engine (sim/engine.h)\n", res->ntop);
+		fprintf(f, "\nranked by the analytical estimate; the top %d re-timed with the event engine (sim/event.h)\n", res->ntop);
 	else
 		fprintf(f, "\nranked by the analytical estimate only (not refined with the event engine)\n");
 	table_header(f);

@@ -181,6 +181,21 @@ expect_out 'op times: 2 of 2 stages from'
 expect_out 'trace: F,BW,opt'
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); x=[e for e in d["traceEvents"] if e["ph"]=="X"]; assert len(x) >= 12' "$TMP/sim_trace.json" && ok || bad "sim --trace output"
 
+# the trace's args.layers differing from the plan's split is said, not hidden
+sed 's/"num_hidden_layers": 4/"num_hidden_layers": 8/' "$TMP/tiny.json" >"$TMP/tiny8.json"
+expect_rc 0 "$SP" sim --model "$TMP/tiny8.json" --gpu h100-sxm --seq 1024 --gpus 4 --pp 4 --gbs 8 --op-times "$TMP/uniform.json"
+expect_out 'note: the trace ran 1 layers on stage 0, this plan puts 2 there'
+
+# peak memory two ways: the estimate's closed-form micro-batches in flight per schedule
+# (reference/model.md §2.3) and the engine's activation curve walked op by op must agree
+for s in 1f1b "interleaved --vpp 2" zb-h1 zb-h2 zb-v dualpipe dualpipev; do
+	expect_rc 0 "$SP" sim "${BASE[@]}" --gpus 32 --tp 2 --pp 4 --gbs 64 --schedule $s --json
+	cp "$TMP/out" "$TMP/peak_a.json"
+	expect_rc 0 "$SP" sim "${BASE[@]}" --gpus 32 --tp 2 --pp 4 --gbs 64 --schedule $s --json --engine event
+	python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); e=json.load(open(sys.argv[2])); sys.exit(0 if abs(a["peak_mem_bytes"]-e["peak_mem_bytes"]) <= 1e-6*a["peak_mem_bytes"] else 1)' \
+		"$TMP/peak_a.json" "$TMP/out" && ok || bad "$s: event peak memory differs from the closed form"
+done
+
 # bad traces and engine options: exit 2, one line naming the problem
 printf '{"traceEvents": [{"name": "F", "ph": "X"' >"$TMP/broken.json"
 expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/broken.json"
