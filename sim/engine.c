@@ -117,17 +117,20 @@ static struct tl_event *emit(struct eng *e, int r, int stream, int kind, double 
 	return ev;
 }
 
-/* ZeRO-3: the all-gather this op waits for, on the rank's gather stream */
-static double gather_before(struct eng *e, int r, const struct sched_op *op, int stage)
+/* ZeRO-3: the all-gather this op waits for, on the rank's gather stream; returns its end and
+ * sets *t_start (both 0 when the op needs no gather) */
+static double gather_before(struct eng *e, int r, const struct sched_op *op, int stage, double *t_start)
 {
 	struct rank_state *st = &e->rs[r];
 	const struct engine_costs *c = e->c;
+	*t_start = 0;
 	if (!c->param_gather || op->kind == OP_W) return 0;
 	if (!c->gather_every_op && st->last_gathered == op->chunk) return 0;
 	st->last_gathered = op->chunk;
 	double issue = c->gather_prefetch ? st->prev_start : st->prev_end;
 	double t0 = fmax(st->ag_free, issue), t1 = t0 + c->param_gather[stage];
 	st->ag_free = t1;
+	*t_start = t0;
 	struct tl_event *ev = emit(e, r, TL_AG_COMM, TL_AG, t0, t1);
 	if (ev) { ev->stage = stage; ev->chunk = op->chunk; ev->dir = op->dir; }
 	return t1;
@@ -231,8 +234,16 @@ static void advance(struct eng *e, int r)
 			if (t < 0) return;
 			ready = fmax(ready, t);
 		}
-		for (int k = 0; k < n; k++) ready = fmax(ready, gather_before(e, r, &op[k], stage[k]));
-		double t1 = ready + group_duration(e, i, n, stage);
+		/* a layer-wise gather lets the op start after its first layer's share and end no
+		 * earlier than one layer of compute after the last share */
+		double min_end = 0, dur = group_duration(e, i, n, stage);
+		for (int k = 0; k < n; k++) {
+			double g0, g1 = gather_before(e, r, &op[k], stage[k], &g0);
+			int layers = e->c->gather_layers && e->c->gather_layers[stage[k]] > 1 ? e->c->gather_layers[stage[k]] : 1;
+			ready = fmax(ready, g0 + (g1 - g0) / layers);
+			min_end = fmax(min_end, g1 > 0 ? g1 + dur / layers : 0);
+		}
+		double t1 = fmax(ready + dur, min_end);
 		if (i == s->off[r]) er->start = ready;
 		for (int k = 0; k < n; k++) finish_op(e, r, i + (size_t)k, stage[k], ready, t1);
 		er->busy += t1 - ready;

@@ -41,6 +41,9 @@ struct engine_costs {
 	const double *param_gather; /* ZeRO-3 all-gather of the stage's params; NULL: none */
 	int gather_every_op;        /* 1: before every F/B/BW; 0: only when the chunk changes */
 	int gather_prefetch;        /* 1: issued when the previous op starts; 0: when it ends */
+	const int *gather_layers;   /* per stage: the gather streams layer by layer, so an op waits
+				     * only for the first layer's share and ends no earlier than one
+				     * layer of compute after the gather; NULL: all before the op */
 	const double *opt;          /* optimizer step of the stage's params; NULL: none */
 	const double *opt_gather;   /* parameter all-gather after the optimizer on the DP stream
 				     * (ZeRO-1/2 without overlap); NULL: none */

@@ -46,6 +46,7 @@ int event_kind_of_rank(const struct estimate *e, int rank, int pp)
 enum { T_F, T_B, T_W, T_P2P, T_MB, T_MW, T_DP, T_AG, T_OPT, T_OPTG, T_COUNT };
 struct tables {
 	double *t[T_COUNT];
+	int *layers;            /* per stage, for the layer-wise ZeRO-3 gather */
 	int dp_buckets, dp_every_mb, has_dp, has_ag, has_optg;
 };
 
@@ -96,7 +97,8 @@ static int build_tables(const struct hw *h, const struct plan *p, const struct m
 {
 	int n = s->nstages;
 	double *buf = calloc((size_t)n * T_COUNT, sizeof(double));
-	if (!buf) return errf(err, "event: out of memory");
+	tb->layers = calloc((size_t)n, sizeof(int));
+	if (!buf || !tb->layers) { free(buf); return errf(err, "event: out of memory"); }
 	for (int k = 0; k < T_COUNT; k++) tb->t[k] = buf + (size_t)k * n;
 	int mdiv = s->chunks, tdiv = s->type == SCHED_DUALPIPE ? 1 : s->chunks;
 	double wr = w_share(h, p, m);
@@ -115,6 +117,7 @@ static int build_tables(const struct hw *h, const struct plan *p, const struct m
 			sched_locate(s, 0, st + 1, &rank2, &chunk2);
 			tb->t[T_P2P][st] = rank2 == rank ? 0 : k->t_p2p;
 		}
+		tb->layers[st] = st < p->nstage_layers ? p->stage_layers[st] : k->layers / mdiv;
 		tb->t[T_MB][st] = k->act_per_mb_bytes / mdiv;
 		tb->t[T_MW][st] = tb->t[T_MB][st] * wr;
 		double red, ag;
@@ -180,6 +183,7 @@ static void fill_costs(const struct tables *tb, int dp, int p2p, struct engine_c
 	c->param_gather = tb->has_ag ? tb->t[T_AG] : NULL;
 	c->gather_every_op = 1;
 	c->gather_prefetch = 1; /* ZeRO-3/FSDP prefetch the next gather by construction [PB ZeRO-3] */
+	c->gather_layers = tb->layers; /* and gather layer by layer */
 	c->opt_gather = tb->has_optg ? tb->t[T_OPTG] : NULL;
 }
 
@@ -316,6 +320,7 @@ int event_run(const struct model *m, const struct hw *h, const struct plan *p, c
 	int rc = alloc_out(out, p->pp, out->nstages, err);
 	if (!rc) rc = simulate(m, h, p, e, measured, out, &tb, err);
 	free(tb.t[0]);
+	free(tb.layers);
 	if (rc) event_sim_free(out);
 	return rc;
 }

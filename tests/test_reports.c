@@ -153,6 +153,32 @@ static void test_engine_dp(void)
 	sched_destroy(s);
 }
 
+/* one rank, F 2 then BW 2, a ZeRO-3 gather of 4 before each (prefetched when the previous op
+ * starts). Whole-stage gathers: F 4..6, gather 4..8, BW 8..10. Layer-wise over 4 layers: F starts
+ * after the first quarter (1) and ends no earlier than gather end + one layer (4.5); BW's gather
+ * runs 4..8, BW starts at 5 and ends at 8.5. */
+static void test_engine_gather(void)
+{
+	char err[ERR_LEN];
+	struct sched *s = sched_create(SCHED_1F1B, 1, 1, 1, err);
+	CHECK(s != NULL, "sched: %s", err);
+	if (!s) return;
+	double f[1] = {2}, b[1] = {2}, ag[1] = {4};
+	int layers[1] = {4};
+	struct engine_costs c = {.t_f = f, .t_b = b, .param_gather = ag, .gather_every_op = 1, .gather_prefetch = 1};
+	struct engine_result r;
+	CHECK(engine_run(s, &c, &r, err) == 0, "engine: %s", err);
+	CHECK_REL(r.rank[0].start, 4, 1e-12, "whole gather: F starts at 4");
+	CHECK_REL(r.step, 10, 1e-12, "whole gather: step 10");
+	engine_result_free(&r);
+	c.gather_layers = layers;
+	CHECK(engine_run(s, &c, &r, err) == 0, "engine: %s", err);
+	CHECK_REL(r.rank[0].start, 1, 1e-12, "layer-wise gather: F starts after the first layer");
+	CHECK_REL(r.step, 8.5, 1e-12, "layer-wise gather: step 8.5");
+	engine_result_free(&r);
+	sched_destroy(s);
+}
+
 static void test_event_plan(void)
 {
 	char err[ERR_LEN];
@@ -195,6 +221,7 @@ int main(void)
 	test_rows();
 	test_op_times();
 	test_engine_dp();
+	test_engine_gather();
 	test_event_plan();
 	return test_summary("test_reports");
 }
