@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "reports/plan_charts.h"
+#include "reports/trace.h"
 #include "sim/estimate.h"
 #include "sim/event.h"
 #include "sim/util.h"
@@ -12,8 +13,8 @@
 static void plot_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: scaleplan plot bubble  PLAN-FLAGS -o FILE.png|FILE.svg [--max-rows N]\n"
-		"       scaleplan plot memory  PLAN-FLAGS -o FILE [--kind breakdown|time|both]\n"
+		"usage: scaleplan plot bubble  PLAN-FLAGS -o FILE.png|FILE.svg [--max-rows N] [--op-times TRACE]\n"
+		"       scaleplan plot memory  PLAN-FLAGS -o FILE [--kind breakdown|time|both] [--op-times TRACE]\n"
 		"       scaleplan plot compare --plan A.json --plan B.json ... -o FILE\n"
 		"       scaleplan plot compare PLAN-FLAGS --vs PLAN-FLAGS [--vs ...] -o FILE\n\n"
 		"  bubble    the event engine's timeline of the plan: one row per pipeline rank, boxes for\n"
@@ -24,7 +25,9 @@ static void plot_usage(FILE *f)
 		"  compare   step-time breakdown (compute, recompute, exposed communication per dimension,\n"
 		"            bubble, optimizer, overhead) and peak memory of each plan, side by side;\n"
 		"            each --plan FILE starts a new plan, so does --vs\n"
-		"  -o FILE   output; .png (pngcairo) or .svg picks the format\n\n"
+		"  -o FILE   output; .png (pngcairo) or .svg picks the format\n"
+		"  --op-times TRACE  measured op times (Chrome trace from the runtime) replace the\n"
+		"            model's for the stages they cover, as in `sim --op-times`\n\n"
 		"Exit status: 0 written, 2 bad input (unknown kind, bad extension, a plan rule), 1 other.\n\n");
 	plan_print_flags_help(f);
 }
@@ -32,7 +35,7 @@ static void plot_usage(FILE *f)
 #define MAX_PLANS PLOT_CMP_MAX
 
 struct plot_args {
-	const char *what, *out, *kind;
+	const char *what, *out, *kind, *op_times;
 	long max_rows;
 	struct plan plan[MAX_PLANS];
 	char label[MAX_PLANS][64];
@@ -60,11 +63,13 @@ static int parse_args(int argc, char **argv, struct plot_args *a, char *err)
 	int compare = !strcmp(a->what, "compare");
 	for (int i = 2; i < argc; i++) {
 		const char *o = argv[i];
-		if (!strcmp(o, "-o") || !strcmp(o, "--output") || !strcmp(o, "--kind") || !strcmp(o, "--max-rows")) {
+		if (!strcmp(o, "-o") || !strcmp(o, "--output") || !strcmp(o, "--kind") || !strcmp(o, "--max-rows") ||
+		    !strcmp(o, "--op-times")) {
 			if (i + 1 >= argc) return errf(err, "%s: missing value", o);
 			const char *v = argv[++i];
 			if (o[1] == 'o' || !strcmp(o, "--output")) a->out = v;
 			else if (!strcmp(o, "--kind")) a->kind = v;
+			else if (!strcmp(o, "--op-times")) a->op_times = v;
 			else if (parse_int(v, "--max-rows", 2, 256, &a->max_rows, err)) return -1;
 			continue;
 		}
@@ -88,22 +93,31 @@ static int parse_args(int argc, char **argv, struct plot_args *a, char *err)
 	if (a->kind && strcmp(a->what, "memory")) return errf(err, "--kind applies only to plot memory");
 	if (a->kind && strcmp(a->kind, "breakdown") && strcmp(a->kind, "time") && strcmp(a->kind, "both"))
 		return errf(err, "--kind: '%s' is not breakdown, time or both", a->kind);
+	if (compare && a->op_times) return errf(err, "--op-times applies to plot bubble and plot memory");
 	if (compare && a->nplans < 2)
 		return errf(err, "compare needs at least two plans (--plan A.json --plan B.json, or flags --vs flags)");
 	return 0;
 }
 
-/* Loads, estimates and simulates one plan; an exit code. */
-static int simulate(struct plan *p, struct model *m, struct hw *h, struct estimate *e, struct event_sim *s)
+/* Loads, estimates and simulates one plan (with measured op times when given); an exit code. */
+static int simulate(struct plan *p, const char *op_times, struct model *m, struct hw *h, struct estimate *e,
+		    struct event_sim *s)
 {
 	char err[ERR_LEN];
+	struct op_times mt;
+	memset(&mt, 0, sizeof(mt));
 	int rc = cli_load_plan("plot", p, m, h);
 	if (rc) return rc;
-	if (estimate_plan(m, h, p, e, err) || event_run(m, h, p, e, NULL, s, err)) {
+	if (op_times && trace_read_op_times(op_times, &mt, err)) {
 		cli_error("plot", "%s", err);
-		return EXIT_RUNTIME;
+		return EXIT_BADINPUT;
 	}
-	return EXIT_OK;
+	if (estimate_plan(m, h, p, e, err) || event_run(m, h, p, e, op_times ? &mt : NULL, s, err)) {
+		cli_error("plot", "%s", err);
+		rc = strncmp(err, "op times", 8) ? EXIT_RUNTIME : EXIT_BADINPUT;
+	}
+	op_times_free(&mt);
+	return rc;
 }
 
 static int one_plan(struct plot_args *a)
@@ -113,7 +127,7 @@ static int one_plan(struct plot_args *a)
 	struct hw h;
 	struct estimate e;
 	struct event_sim s;
-	int rc = simulate(&a->plan[0], &m, &h, &e, &s);
+	int rc = simulate(&a->plan[0], a->op_times, &m, &h, &e, &s);
 	if (rc) return rc;
 	if (!strcmp(a->what, "bubble")) {
 		rc = chart_bubble(&a->plan[0], &s, a->out, (int)a->max_rows, err);
@@ -142,7 +156,7 @@ static int compare(struct plot_args *a)
 		struct hw h;
 		struct estimate e;
 		struct event_sim s;
-		if ((rc = simulate(&a->plan[i], &m, &h, &e, &s))) break;
+		if ((rc = simulate(&a->plan[i], NULL, &m, &h, &e, &s))) break;
 		char desc[96], label[160];
 		plan_short(&a->plan[i], desc, sizeof(desc));
 		snprintf(label, sizeof(label), "%s: %s", a->label[i][0] ? a->label[i] : (char[2]){(char)('A' + i), 0}, desc);

@@ -90,6 +90,8 @@ static void print_event(const struct plan *p, const struct estimate *e, const st
 	       s->bubble_fraction, s->bubble_rate);
 	printf("exposed communication (s)");
 	for (int d = 0; d < EV_DIM_COUNT; d++) printf("  %s %.4f", ev_dim_name(d), s->exposed_s[d]);
+	printf("   (tp/cp/ep inside the ops, cost model%s; pp/dp what the engine's step loses without them)",
+	       mt ? ", also where ops were measured" : "");
 	printf("\nstep breakdown (s), rank with the largest span:\n ");
 	for (int k = 0; k < EVP_COUNT; k++) printf(" %s %.4f%s", ev_part_name(k), s->part_s[k], k + 1 < EVP_COUNT ? "," : "\n");
 	if (s->nstages <= 16 || mt) {

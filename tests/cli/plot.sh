@@ -41,6 +41,21 @@ grep -q 'a.json: dp1 tp8 pp2' "$TMP/files.svg" && grep -q 'b.json' "$TMP/files.s
 expect_rc 0 "$SP" plot bubble --model llama-3.1-405b --gpu h100-sxm --gpus 512 --tp 8 --pp 64 --gbs 512 -o "$TMP/big.svg"
 if [ -s "$TMP/big.svg" ] && grep -q 'showing 16 of 64 ranks' "$TMP/big.svg"; then ok; else bad "big.svg missing or not sampled"; fi
 
+# measured op times drive the diagram (a two-stage 1F1B trace, F 10 ms and B+W 20 ms)
+{
+	printf '{"traceEvents": [\n'
+	for st in 0 1; do
+		printf '{"name":"F","ph":"X","ts":0,"dur":10000,"pid":%d,"tid":0,"args":{"mb":0,"stage":%d}},\n' $st $st
+		printf '{"name":"BW","ph":"X","ts":0,"dur":20000,"pid":%d,"tid":0,"args":{"mb":0,"stage":%d}},\n' $st $st
+	done
+	printf '{"name":"optimizer","ph":"X","ts":0,"dur":1000,"pid":0,"tid":0,"args":{"stage":0}}]}\n'
+} >"$TMP/ops.json"
+expect_rc 0 "$SP" plot bubble --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --pp 2 --gbs 4 --op-times "$TMP/ops.json" -o "$TMP/ops.svg"
+is_svg "$TMP/ops.svg"
+printf '[{"name": "F", "ph": "X", "ts": 0, "pid": 0, "tid": 0, "dur": 1, "args": {"stage": 0}}]' >"$TMP/nomb.json"
+expect_rc 2 "$SP" plot bubble "${P[@]}" --op-times "$TMP/nomb.json" -o "$TMP/x.svg"
+expect_err_line "event 1 \\(F\\): missing field 'mb'"
+
 # bad input: exit 2, one line
 expect_rc 2 "$SP" plot
 expect_err_line 'give a chart'
