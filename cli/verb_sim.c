@@ -114,31 +114,9 @@ static void print_event(const struct plan *p, const struct estimate *e, const st
 	       s->fits ? "fits" : "does not fit");
 }
 
-static void json_event(const struct plan *p, const struct estimate *e, const struct event_sim *s,
-		       const struct op_times *mt, const char *mt_path)
+/* the per-rank and per-stage arrays of the event JSON */
+static void json_arrays(cJSON *o, const struct estimate *e, const struct event_sim *s)
 {
-	cJSON *o = cJSON_CreateObject();
-	char *pj = plan_to_json(p);
-	cJSON *plan = pj ? cJSON_Parse(pj) : NULL;
-	free(pj);
-	if (plan) cJSON_AddItemToObject(o, "plan", plan);
-	cJSON_AddStringToObject(o, "engine", "event");
-	cJSON_AddStringToObject(o, "schedule", schedule_name(s->sched->type));
-	cJSON_AddNumberToObject(o, "microbatches", s->sched->m);
-	cJSON_AddNumberToObject(o, "step_time_s", s->step_s);
-	cJSON_AddNumberToObject(o, "analytic_step_time_s", e->step_time_s);
-	cJSON_AddNumberToObject(o, "pipeline_span_s", s->pipeline_span_s);
-	cJSON_AddNumberToObject(o, "tokens_per_s_per_gpu", s->tokens_per_s_per_gpu);
-	cJSON_AddNumberToObject(o, "mfu", s->mfu);
-	cJSON_AddNumberToObject(o, "peak_mem_bytes", s->peak_mem_bytes);
-	cJSON_AddNumberToObject(o, "capacity_bytes", s->capacity_bytes);
-	cJSON_AddBoolToObject(o, "fits", s->fits);
-	cJSON_AddNumberToObject(o, "bubble_fraction", s->bubble_fraction);
-	cJSON_AddNumberToObject(o, "bubble_rate", s->bubble_rate);
-	cJSON *x = cJSON_AddObjectToObject(o, "exposed_comm_s");
-	for (int d = 0; d < EV_DIM_COUNT; d++) cJSON_AddNumberToObject(x, ev_dim_name(d), s->exposed_s[d]);
-	x = cJSON_AddObjectToObject(o, "step_breakdown_s");
-	for (int k = 0; k < EVP_COUNT; k++) cJSON_AddNumberToObject(x, ev_part_name(k), s->part_s[k]);
 	cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
 	for (int r = 0; r < s->sched->pp; r++) {
 		const struct event_rank *k = &s->rank[r];
@@ -166,6 +144,34 @@ static void json_event(const struct plan *p, const struct estimate *e, const str
 		cJSON_AddStringToObject(j, "source", src);
 		cJSON_AddItemToArray(stages, j);
 	}
+}
+
+static void json_event(const struct plan *p, const struct estimate *e, const struct event_sim *s,
+		       const struct op_times *mt, const char *mt_path)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *pj = plan_to_json(p);
+	cJSON *plan = pj ? cJSON_Parse(pj) : NULL;
+	free(pj);
+	if (plan) cJSON_AddItemToObject(o, "plan", plan);
+	cJSON_AddStringToObject(o, "engine", "event");
+	cJSON_AddStringToObject(o, "schedule", schedule_name(s->sched->type));
+	cJSON_AddNumberToObject(o, "microbatches", s->sched->m);
+	cJSON_AddNumberToObject(o, "step_time_s", s->step_s);
+	cJSON_AddNumberToObject(o, "analytic_step_time_s", e->step_time_s);
+	cJSON_AddNumberToObject(o, "pipeline_span_s", s->pipeline_span_s);
+	cJSON_AddNumberToObject(o, "tokens_per_s_per_gpu", s->tokens_per_s_per_gpu);
+	cJSON_AddNumberToObject(o, "mfu", s->mfu);
+	cJSON_AddNumberToObject(o, "peak_mem_bytes", s->peak_mem_bytes);
+	cJSON_AddNumberToObject(o, "capacity_bytes", s->capacity_bytes);
+	cJSON_AddBoolToObject(o, "fits", s->fits);
+	cJSON_AddNumberToObject(o, "bubble_fraction", s->bubble_fraction);
+	cJSON_AddNumberToObject(o, "bubble_rate", s->bubble_rate);
+	cJSON *x = cJSON_AddObjectToObject(o, "exposed_comm_s");
+	for (int d = 0; d < EV_DIM_COUNT; d++) cJSON_AddNumberToObject(x, ev_dim_name(d), s->exposed_s[d]);
+	x = cJSON_AddObjectToObject(o, "step_breakdown_s");
+	for (int k = 0; k < EVP_COUNT; k++) cJSON_AddNumberToObject(x, ev_part_name(k), s->part_s[k]);
+	json_arrays(o, e, s);
 	if (mt) {
 		x = cJSON_AddObjectToObject(o, "op_times");
 		cJSON_AddStringToObject(x, "file", mt_path);

@@ -67,12 +67,12 @@ static int write_time(struct gp *g, const struct plot_memory_in *in, int *rows, 
 		snprintf(name, sizeof(name), "mem%d.dat", k);
 		FILE *f = gp_file(g, name, err);
 		if (!f) return -1;
-		double base = in->static_bytes[r] / GIB;
+		double base = in->static_bytes[r] / GIB, scale = in->act_scale > 0 ? in->act_scale : 1;
 		fprintf(f, "0 %.6g\n", base);
 		for (size_t i = 0; i < tl->n; i++) {
 			const struct tl_event *e = &tl->ev[i];
 			if (e->rank == r && e->stream == TL_COMPUTE && e->kind <= TL_BW)
-				fprintf(f, "%.9g %.6g\n", e->end, base + e->mem_bytes / GIB);
+				fprintf(f, "%.9g %.6g\n", e->end, base + scale * e->mem_bytes / GIB);
 		}
 		fprintf(f, "%.9g %.6g\n", timeline_end(tl), base);
 		if (close_checked(f, g, err)) return -1;

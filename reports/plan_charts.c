@@ -40,13 +40,16 @@ int chart_memory(const struct plan *p, const struct estimate *e, const struct ev
 		double act = 0; /* the engine's peak over the ranks of this kind */
 		for (int r = 0; r < pp; r++)
 			if (s->rank[r].kind == j && s->rank[r].peak_act_bytes > act) act = s->rank[r].peak_act_bytes;
+		/* fragmentation stays in the overhead bar: overhead = fixed + (frag - 1) * dynamic */
+		double dyn = act + k->logits_bytes + k->buffers_bytes;
 		snprintf(b->label, sizeof(b->label), "%s", k->label);
 		b->bytes[PM_WEIGHTS] = k->weights_bytes;
 		b->bytes[PM_GRADS] = k->grads_bytes;
 		b->bytes[PM_OPTIM] = k->optim_bytes;
 		b->bytes[PM_ACT] = act;
 		b->bytes[PM_BUFFERS] = k->buffers_bytes + k->logits_bytes;
-		b->bytes[PM_OVERHEAD] = k->overhead_bytes;
+		b->bytes[PM_OVERHEAD] = k->overhead_bytes - (s->act_scale - 1) * (k->act_bytes + k->logits_bytes + k->buffers_bytes) +
+					(s->act_scale - 1) * dyn;
 	}
 	for (int r = 0; r < pp; r++) static_bytes[r] = s->rank[r].static_bytes;
 	char desc[128], title[1024];
@@ -54,7 +57,7 @@ int chart_memory(const struct plan *p, const struct estimate *e, const struct ev
 	snprintf(title, sizeof(title), "%s on %d x %s: %s  peak %.1f GiB of %.1f GiB (%s)", p->model, p->gpus, p->gpu,
 		 desc, s->peak_mem_bytes / 1073741824.0, s->capacity_bytes / 1073741824.0, s->fits ? "fits" : "does not fit");
 	struct plot_memory_in in = {.title = title, .bars = bars, .nbars = e->nkinds, .capacity_bytes = s->capacity_bytes,
-				    .tl = &s->r.tl, .static_bytes = static_bytes, .panels = panels};
+				    .tl = &s->r.tl, .static_bytes = static_bytes, .act_scale = s->act_scale, .panels = panels};
 	return plot_memory(&in, path, err);
 }
 

@@ -47,6 +47,7 @@ struct plot_memory_in {
 	double capacity_bytes;
 	const struct timeline *tl;        /* time panel: NULL leaves it out */
 	const double *static_bytes;       /* per timeline rank */
+	double act_scale;                 /* activation bytes count this many times (0: 1) */
 	int panels;                       /* PLOT_MEM_*; 0: both */
 };
 int plot_memory(const struct plot_memory_in *in, const char *path, char *err);

@@ -216,17 +216,22 @@ static void step_parts(const struct estimate *e, struct event_sim *o, double opt
 	if (rest < 0) o->part_s[EVP_OPT] = fmax(0, opt_s + rest); /* keep the sum exact */
 }
 
-static void per_rank(const struct estimate *e, const struct plan *p, struct event_sim *o)
+/* Static memory re-assembled from the estimate's parts so that fragmentation scales only
+ * what is dynamic: the estimate's peak is weights + grads + optimizer + frag·(activations +
+ * logits + buffers) + fixed overhead, of which the engine supplies the activations. */
+static void per_rank(const struct hw *h, const struct estimate *e, const struct plan *p, struct event_sim *o)
 {
 	o->peak_mem_bytes = 0;
+	o->act_scale = h->frag_factor > 0 ? h->frag_factor : 1;
 	for (int r = 0; r < o->r.nranks; r++) {
 		struct event_rank *x = &o->rank[r];
 		const struct engine_rank *er = &o->r.rank[r];
 		x->kind = event_kind_of_rank(e, r, p->pp);
 		const struct rank_est *k = &e->kind[x->kind];
-		x->static_bytes = k->peak_bytes - k->act_bytes;
+		x->static_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes +
+				  o->act_scale * (k->logits_bytes + k->buffers_bytes) + h->overhead_bytes;
 		x->peak_act_bytes = er->peak_act_bytes;
-		x->peak_bytes = x->static_bytes + x->peak_act_bytes;
+		x->peak_bytes = x->static_bytes + o->act_scale * x->peak_act_bytes;
 		x->bubble_fraction = er->bubble_fraction;
 		x->bubble_rate = er->bubble_rate;
 		x->span_s = er->span;
@@ -297,7 +302,7 @@ static int simulate(const struct model *m, const struct hw *h, const struct plan
 		out->tokens_per_s = e->tokens_per_step / out->step_s;
 		out->tokens_per_s_per_gpu = out->tokens_per_s / p->gpus;
 		out->mfu = e->model_flops_per_step / (out->step_s * p->gpus * h->peak_bf16_flops);
-		per_rank(e, p, out);
+		per_rank(h, e, p, out);
 		step_parts(e, out, opt_time(s, tb->t[T_OPT]), overhead);
 	}
 	engine_result_free(&r0);

@@ -44,9 +44,9 @@ struct op_times {
 void op_times_free(struct op_times *t);
 
 struct event_rank {
-	double static_bytes;      /* weights, grads, optimizer, buffers, overhead, logits */
-	double peak_act_bytes;    /* from the engine's activation curve */
-	double peak_bytes;        /* static + peak activations */
+	double static_bytes;      /* weights, grads, optimizer, buffers, logits, fixed overhead */
+	double peak_act_bytes;    /* from the engine's activation curve (before act_scale) */
+	double peak_bytes;        /* static + act_scale * peak activations */
 	double bubble_fraction;   /* (span - busy) / busy [MEG §2.2.1] */
 	double bubble_rate;       /* (span - busy) / span [ZB §5.3] */
 	double span_s, busy_s;
@@ -64,6 +64,8 @@ struct event_sim {
 	double exposed_s[EV_DIM_COUNT];
 	double part_s[EVP_COUNT];
 	double peak_mem_bytes, capacity_bytes;
+	double act_scale;         /* allocator fragmentation on dynamic memory (the estimate's factor):
+				   * memory at time t = static + act_scale * activation bytes held */
 	int fits;
 	int nstages, stages_measured;
 };
