@@ -102,6 +102,7 @@ static double op_duration(const struct eng *e, const struct sched_op *op, int st
 
 static struct tl_event *emit(struct eng *e, int r, int stream, int kind, double t0, double t1)
 {
+	if (e->c->no_timeline) return NULL;
 	struct tl_event *ev = timeline_push(&e->out->tl);
 	if (!ev) {
 		e->oom = 1;
@@ -284,10 +285,10 @@ static int eng_alloc(struct eng *e, const struct sched *s, struct engine_result 
 	e->grad_left = malloc((size_t)s->pp * (size_t)s->chunks * sizeof(int));
 	e->rs = calloc((size_t)s->pp, sizeof(*e->rs));
 	out->rank = calloc((size_t)s->pp, sizeof(*out->rank));
-	size_t cap = s->nops * 2 + (size_t)s->pp * (size_t)s->chunks * 4 + 64;
-	if (e->c->param_gather) cap += s->nops;
-	if (e->c->dp_reduce && e->c->dp_buckets > 1) cap += (size_t)s->pp * s->chunks * (size_t)e->c->dp_buckets;
-	if (e->c->dp_reduce && e->c->dp_every_mb) cap += s->nops * (size_t)(e->c->dp_buckets > 1 ? e->c->dp_buckets : 1);
+	size_t cap = e->c->no_timeline ? 0 : s->nops * 2 + (size_t)s->pp * (size_t)s->chunks * 4 + 64;
+	if (cap && e->c->param_gather) cap += s->nops;
+	if (cap && e->c->dp_reduce && e->c->dp_buckets > 1) cap += (size_t)s->pp * s->chunks * (size_t)e->c->dp_buckets;
+	if (cap && e->c->dp_reduce && e->c->dp_every_mb) cap += s->nops * (size_t)(e->c->dp_buckets > 1 ? e->c->dp_buckets : 1);
 	if (!e->done || !e->waiter[0] || !e->waiter[1] || !e->stack || !e->grad_left || !e->rs ||
 	    !out->rank || timeline_init(&out->tl, s->pp, cap, err))
 		return errf(err, "engine: out of memory (%zu ops)", s->nops);

@@ -47,6 +47,7 @@ struct engine_costs {
 	const double *opt;          /* optimizer step of the stage's params; NULL: none */
 	const double *opt_gather;   /* parameter all-gather after the optimizer on the DP stream
 				     * (ZeRO-1/2 without overlap); NULL: none */
+	int no_timeline;            /* 1: record no events, only the per-rank results (faster) */
 };
 
 struct engine_rank {

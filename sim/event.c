@@ -281,8 +281,10 @@ static int simulate(const struct model *m, const struct hw *h, const struct plan
 	struct engine_costs c;
 	struct engine_result r0, r1;
 	fill_costs(tb, 0, 0, &c);
+	c.no_timeline = 1; /* the two reference runs only give step times */
 	if (engine_run(s, &c, &r0, err)) return -1;
 	fill_costs(tb, 0, 1, &c);
+	c.no_timeline = 1;
 	if (engine_run(s, &c, &r1, err)) { engine_result_free(&r0); return -1; }
 	fill_costs(tb, 1, 1, &c);
 	int rc = engine_run(s, &c, &out->r, err);
