@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/cpu.h"
+#include "runtime/cp.h"
+#include "runtime/ep.h"
 #include "runtime/model.h"
 #include "runtime/tp.h"
 #include "runtime/zero.h"
@@ -160,6 +162,7 @@ static void build_specs(struct llama *m, struct spec_builder *b)
 			P(o.router, "router", c->moe_experts, C, SHARD_REPLICATED, INIT_NORMAL, std);
 			for (int e = 0; e < c->moe_experts; e++) {
 				static const char *const part[3] = {"gate", "up", "down"};
+				b->hold = m->held[l] && e >= m->expert0 && e < m->expert0 + m->experts_local;
 				for (int i = 0; i < 3; i++) {
 					/* expert tensor parallelism = tp: gate, up by rows, down by columns */
 					snprintf(nm, sizeof nm, "layers.%d.experts.%d.%s", l, e, part[i]);
@@ -168,6 +171,7 @@ static void build_specs(struct llama *m, struct spec_builder *b)
 					if (o.experts == NOPE) o.experts = at;
 				}
 			}
+			b->hold = m->held[l];
 			if (Fs > 0) {
 				P(o.shared_in, "shared.gate", Fs, C, SHARD_COLUMN, INIT_NORMAL, std);
 				P(o.shared_in, "shared.up", Fs, C, SHARD_COLUMN, INIT_NORMAL, std);
@@ -233,8 +237,23 @@ static int set_shard(struct llama *m, const struct llama_par *p, char *err)
 {
 	const struct model *c = &m->cfg;
 	const int tp = p->tp ? comm_size(p->tp) : 1;
-	if ((p->cp && comm_size(p->cp) > 1) || (p->ep && comm_size(p->ep) > 1))
-		return errf(err, "model %s: context and expert parallelism are not supported by the model pass yet", c->name);
+	const int cp = p->cp ? comm_size(p->cp) : 1, ep = p->ep ? comm_size(p->ep) : 1;
+	if (ep > 1 && (!model_is_moe(c) || c->moe_experts % ep))
+		return errf(err, "model %s: ep (%d) must divide moe_experts (%d)", c->name, ep, c->moe_experts);
+	if (ep > 1 && tp > 1)
+		return errf(err, "model %s: expert parallelism with tp (%d) > 1 is not supported", c->name, tp);
+	m->cp = cp > 1 ? p->cp : NULL;
+	m->cp_size = cp;
+	m->cp_rank = cp > 1 ? comm_rank(p->cp) : 0;
+	m->ep = ep > 1 ? p->ep : NULL;
+	m->ep_size = ep;
+	m->ep_rank = ep > 1 ? comm_rank(p->ep) : 0;
+	m->experts_local = c->moe_experts / ep;
+	m->expert0 = m->ep_rank * m->experts_local;
+	if ((p->expert_begin || p->expert_end) &&
+	    (p->expert_begin != m->expert0 || p->expert_end != m->expert0 + m->experts_local))
+		return errf(err, "model %s: expert range [%d, %d) is not ep rank %d's [%d, %d)", c->name, p->expert_begin,
+		            p->expert_end, m->ep_rank, m->expert0, m->expert0 + m->experts_local);
 	if (c->heads % tp || c->kv_heads % tp)
 		return errf(err, "model %s: tp (%d) must divide heads (%d) and kv_heads (%d)", c->name, tp, c->heads, c->kv_heads);
 	if (c->vocab % tp) return errf(err, "model %s: tp (%d) does not divide vocab (%d)", c->name, tp, c->vocab);
@@ -361,6 +380,7 @@ size_t llama_full_index(const struct llama *m, int spec, size_t i)
 static int owns(const struct llama *m, const struct param_spec *s)
 {
 	if (s->shard == SHARD_REPLICATED && m->tp_rank != 0) return 0;
+	if (s->shard != SHARD_EXPERT && m->ep_rank != 0) return 0; /* held by every EP rank */
 	if (s->offset == m->embed && !m->has_embed) return 0; /* a head stage's tied copy */
 	return 1;
 }
@@ -392,6 +412,7 @@ int llama_gather_full(const struct llama *m, const float *local, float *full, st
 	memset(full, 0, sizeof(float) * m->n_params_full);
 	llama_local_to_full(m, local, full, 1);
 	if (m->tp && comm_allreduce(m->tp, full, full, m->n_params_full, COMM_F32, err)) return -1;
+	if (m->ep && comm_allreduce(m->ep, full, full, m->n_params_full, COMM_F32, err)) return -1;
 	for (int i = 0; i < ngroups; i++)
 		if (groups[i] && comm_size(groups[i]) > 1 &&
 		    comm_allreduce(groups[i], full, full, m->n_params_full, COMM_F32, err))
@@ -447,8 +468,9 @@ int llama_step_par(struct llama *m, const struct adamw_opts *o, struct comm *con
 {
 	struct comm *all[8];
 	int n = 0;
-	if (ngroups > 7) return errf(err, "model %s: at most 7 groups for the gradient norm", m->cfg.name);
+	if (ngroups > 6) return errf(err, "model %s: at most 6 groups for the gradient norm", m->cfg.name);
 	all[n++] = m->tp;
+	all[n++] = m->ep;
 	for (int i = 0; i < ngroups; i++) all[n++] = groups[i];
 	double nrm;
 	if (grad_norm_global(llama_grad_sumsq(m), all, n, &nrm, err)) return -1;
@@ -605,7 +627,10 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 		F("dhe", -1, NK * Fe, a->dhe);
 		F("dtopw", -1, NK, a->dtopw);
 	}
-	F("att_scratch", -1, attention_scratch_floats(a->B, a->T, (int)H), a->att_scratch);
+	size_t att = attention_scratch_floats(a->B, a->T, (int)H);
+	if (m->cp_size > 1) att = cp_attention_scratch_floats(a->B, a->T, (int)H, m->kv_heads_local, (int)d);
+	F("att_scratch", -1, att, a->att_scratch);
+	if (m->cp_size > 1 && E) F("moe_stats", -1, 2 * E, a->moe_stats);
 	if (m->tp_size > 1) {
 		F("tp_buf", -1, N * C, a->tp_buf);
 		F("ce_scratch", -1, tp_ce_scratch_floats(a->N, m->tp_size), a->ce_scratch);
@@ -617,6 +642,9 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 void llama_acts_destroy(struct llama_acts *a)
 {
 	if (!a) return;
+	if (a->ep)
+		for (int l = 0; l < a->n_layers; l++) ep_batch_destroy(a->ep[l]);
+	free(a->ep);
 	free(a->specs);
 	free(a->l);
 	free(a->slab);
@@ -624,21 +652,51 @@ void llama_acts_destroy(struct llama_acts *a)
 	free(a);
 }
 
+/* Context parallelism: rows at their zig-zag positions; expert parallelism: one exchange per
+ * held MoE layer. */
+static int acts_parallel(const struct llama *m, struct llama_acts *a, char *err)
+{
+	const struct model *c = &m->cfg;
+	if (m->ep_size > 1) {
+		a->ep = calloc((size_t)c->layers, sizeof *a->ep);
+		if (!a->ep) return errf(err, "activations: out of memory");
+		for (int l = 0; l < c->layers; l++)
+			if (m->held[l] && model_layer_is_moe(c, l) &&
+			    ep_batch_create(&a->ep[l], m->ep, a->N, c->moe_experts, c->moe_topk, c->hidden, m->moe_ffn_local, err))
+				return -1;
+	}
+	if (m->cp_size == 1) {
+		rope_table(a->rope_tab, NULL, a->T, c->head_dim, c->rope_theta);
+		return 0;
+	}
+	int *pos = malloc(sizeof(int) * (size_t)a->T);
+	if (!pos) return errf(err, "activations: out of memory");
+	int rc = cp_positions(pos, a->T_seq, m->cp_size, m->cp_rank, err);
+	if (!rc) rope_table(a->rope_tab, pos, a->T, c->head_dim, c->rope_theta);
+	free(pos);
+	return rc;
+}
+
 int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int T, int split_w, char *err)
 {
 	*out = NULL;
 	if (B <= 0 || T <= 0) return errf(err, "activations: B (%d) and T (%d) must be positive", B, T);
+	if (T % (2 * m->cp_size) && m->cp_size > 1)
+		return errf(err, "activations: context parallelism needs 2*cp (%d) to divide T (%d)", 2 * m->cp_size, T);
 	struct llama_acts *a = calloc(1, sizeof *a);
 	if (!a) return errf(err, "activations: out of memory");
 	a->B = B;
-	a->T = T;
-	a->N = B * T;
+	a->T_seq = T;
+	a->T = T / m->cp_size;
+	a->N = B * a->T;
+	a->n_layers = m->cfg.layers;
 	a->split_w = split_w != 0;
 	a->Nl = a->N;
 	if (m->sp) {
 		if (a->N % m->tp_size) {
+			errf(err, "activations: sequence parallelism needs tp (%d) to divide B*T/cp (%d)", m->tp_size, a->N);
 			free(a);
-			return errf(err, "activations: sequence parallelism needs tp (%d) to divide B*T (%d)", m->tp_size, B * T);
+			return -1;
 		}
 		a->Nl = a->N / m->tp_size;
 		a->n0 = m->tp_rank * a->Nl;
@@ -661,7 +719,10 @@ int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int
 	memset(a->islab, 0, sizeof(int) * (b.ni ? b.ni : 1));
 	b = (struct act_builder){.s = a->specs};
 	walk_acts(m, a, &b, 1);
-	rope_table(a->rope_tab, NULL, T, m->cfg.head_dim, m->cfg.rope_theta);
+	if (acts_parallel(m, a, err)) {
+		llama_acts_destroy(a);
+		return -1;
+	}
 	a->dloss = 1.0f;
 	*out = a;
 	return 0;

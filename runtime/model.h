@@ -75,10 +75,13 @@ struct llama_par {
 	const struct llama_layer_range *ranges; /* copied at creation */
 	int n_ranges;
 	int has_embed, has_head;
-	/* reserved, not implemented yet (must be NULL or of size 1): context parallelism
-	 * (ring attention over cp) and expert parallelism (experts [expert_begin, expert_end)
-	 * of this rank's ep group) */
-	struct comm *cp, *ep;
+	/* context parallelism: ring attention over cp, every sequence split zig-zag (runtime/cp.h);
+	 * the caller gives each rank its rows (cp_shard_tokens) */
+	struct comm *cp;
+	/* expert parallelism (runtime/ep.h; needs tp 1): experts [expert_begin, expert_end) of
+	 * this rank, which must be the contiguous split E/ep · [r, r+1) of its ep group; both 0
+	 * means exactly that */
+	struct comm *ep;
 	int expert_begin, expert_end;
 };
 /* The single-rank description: no TP, every layer, embedding and head. */
@@ -108,6 +111,9 @@ struct llama {
 	int heads_local, kv_heads_local;   /* H/tp, Hkv/tp */
 	int ffn_local, moe_ffn_local;      /* F/tp, Fe/tp (each expert's gate|up|down) */
 	int vocab_local, vocab0;           /* vocabulary rows [vocab0, vocab0 + vocab_local) */
+	struct comm *cp, *ep;              /* borrowed; NULL when of size 1 */
+	int cp_size, cp_rank, ep_size, ep_rank;
+	int expert0, experts_local;        /* routed experts held: [expert0, expert0 + experts_local) */
 	int n_specs_full;
 	size_t n_params_full;              /* floats in the single-rank model's flat buffers */
 };
@@ -118,7 +124,8 @@ int llama_create(struct llama **out, const struct model *cfg, const struct llama
  * gate|up (F/tp rows of each), row-parallel wo and down, vocabulary-parallel embedding and
  * head, each expert's gate|up|down split like the dense MLP; norms and router replicated.
  * Refuses, naming the field, a tp that does not divide heads, kv_heads, ffn_hidden,
- * moe_ffn_hidden or vocab, overlapping or out-of-range layer ranges, and CP/EP groups. */
+ * moe_ffn_hidden or vocab, overlapping or out-of-range layer ranges, an ep that does not
+ * divide the experts, EP with tp > 1, and an expert range that is not the EP split. */
 int llama_create_par(struct llama **out, const struct model *cfg, const struct llama_opts *o,
                      const struct llama_par *par, char *err);
 void llama_destroy(struct llama *m);
@@ -134,15 +141,15 @@ void llama_zero_grad(struct llama *m);
 size_t llama_full_index(const struct llama *m, int spec, size_t i);
 /* Copies every tensor of a shard-layout buffer (params, grads, m or v) to its place in a
  * single-rank-layout buffer of n_params_full floats, leaving other elements alone. owned != 0
- * writes only what this rank owns: TP-replicated tensors on TP rank 0 only, and a tied
- * embedding only where has_embed; so summing such buffers over the model-parallel groups
- * gives each element exactly once. */
+ * writes only what this rank owns: TP-replicated tensors on TP rank 0 only, all but the
+ * routed experts on EP rank 0 only, and a tied embedding only where has_embed; so summing
+ * such buffers over the model-parallel groups gives each element exactly once. */
 void llama_local_to_full(const struct llama *m, const float *local, float *full, int owned);
 /* The inverse: reads this rank's blocks out of a single-rank-layout buffer (a checkpoint). */
 void llama_full_to_local(const struct llama *m, const float *full, float *local);
 /* Assembles the whole single-rank-layout vector on every rank: zero, write what this rank
- * owns, sum over the TP group and then over groups[0..ngroups) (e.g. pp; they must be
- * orthogonal to tp and to each other). Collective. */
+ * owns, sum over the TP and EP groups and then over groups[0..ngroups) (e.g. pp; they must
+ * be orthogonal to tp, ep and each other). Collective. */
 int llama_gather_full(const struct llama *m, const float *local, float *full, struct comm *const *groups,
                       int ngroups, char *err);
 /* ---- one micro-batch's activations ---------------------------------------------------- */
@@ -159,8 +166,14 @@ struct llama_layer_acts {
 	float aux_loss;
 };
 
+struct ep_batch;
+
 struct llama_acts {
-	int B, T, N, split_w;
+	int B, T, N, split_w;        /* T: rows of each sequence on this rank (T/cp of it) */
+	int T_seq;                   /* whole sequence length */
+	int n_counted;               /* targets >= 0 over the whole micro-batch (every CP rank) */
+	int n_layers;
+	struct ep_batch **ep;        /* [n_layers] one exchange per held MoE layer under EP */
 	int Nl, n0;                  /* residual-stream tokens held: [n0, n0 + Nl) of the N (all
 	                              * of them unless sequence parallel, then N/tp) */
 	int n_specs;
@@ -176,6 +189,7 @@ struct llama_acts {
 	float *dres;                 /* (Nl, C) gradient of the residual stream at the current layer */
 	float *dln, *datt, *dh, *dxe, *dhe, *dtopw, *att_scratch; /* backward scratch */
 	float *tp_buf, *ce_scratch;  /* tp > 1: (N, C) partial sums; vocab-parallel CE scratch */
+	float *moe_stats;            /* cp > 1: (2, E) expert counts and probability sums */
 	int failed;                  /* a collective failed: err says which; results are invalid */
 	char err[256];
 	float ce_loss;               /* mean over counted targets (>= 0) of the last forward */
@@ -186,13 +200,18 @@ struct llama_acts {
 /* split_w != 0 keeps every layer's weight-gradient inputs so W passes can be deferred.
  * Activations of the whole B·T sequence after gathers (ln1, ln2, qkv, ...) have N rows with
  * the shard's local widths; the residual stream has Nl rows. Only held layers get slots.
- * With sequence parallelism tp must divide B·T. */
+ * With sequence parallelism tp must divide B·T. T is the whole sequence's length; under
+ * context parallelism 2·cp must divide it and the rank holds T/cp rows of each sequence
+ * (zig-zag), which is what tokens and targets then hold. */
 int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int T, int split_w, char *err);
 void llama_acts_destroy(struct llama_acts *a);
 
 /* ---- forward: embed, then layers [l0, l1), then head (callable separately) ---------------
- * On a shard every call is collective over the TP group and [l0, l1) must be held; a failed
- * collective sets a->failed and a->err (check after the pass; later collectives are skipped). */
+ * On a shard every call is collective over the TP group (and CP, EP) and [l0, l1) must be
+ * held; a failed collective sets a->failed and a->err (check after the pass; later
+ * collectives are skipped). Under CP the loss (and a MoE layer's load-balancing loss) is that
+ * of the whole sequences, and each CP rank's gradients are its rows' share: their sum over
+ * CP (which the data-parallel reduction over dp·cp forms) is the single-rank gradient. */
 void llama_embed_forward(const struct llama *m, struct llama_acts *a, const int *tokens /* (B, T) */);
 void llama_layers_forward(const struct llama *m, struct llama_acts *a, int l0, int l1);
 /* Returns the mean cross-entropy over targets >= 0 (also in a->ce_loss). */
@@ -222,12 +241,12 @@ void adamw_opts_default(struct adamw_opts *o); /* 3e-4, 0.9, 0.95, 1e-8, 0.1, 1.
 /* Clips by global norm (max_grad_norm <= 0: never) and takes one AdamW step on every tensor,
  * decaying only specs with decay set. Returns the global gradient norm before clipping. */
 float llama_step(struct llama *m, const struct adamw_opts *o);
-/* Sum of squares of the gradients this rank is responsible for in the global norm: sharded
- * tensors always, TP-replicated ones on TP rank 0 only, a tied embedding only where
- * has_embed (grad_norm_global's rule). */
+/* Sum of squares of the gradients this rank is responsible for in the global norm: what
+ * llama_local_to_full calls owned (grad_norm_global's rule). */
 double llama_grad_sumsq(const struct llama *m);
-/* llama_step for a shard: the global norm over TP and groups[0..ngroups) (e.g. pp and dp
- * when gradients differ there), clipping, AdamW on the local tensors. Collective. */
+/* llama_step for a shard: the global norm over TP, EP and groups[0..ngroups) (e.g. pp),
+ * clipping, AdamW on the local tensors. The gradients must already be reduced over dp·cp
+ * (so that all but the experts are equal across EP). Collective. */
 int llama_step_par(struct llama *m, const struct adamw_opts *o, struct comm *const *groups, int ngroups,
                    float *norm, char *err);
 

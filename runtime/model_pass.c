@@ -12,9 +12,14 @@
  * all-reduce without) before the residual add; backward mirrors each. MoE layers route every
  * one of the N tokens on every rank (the router is replicated) and split each expert like
  * the dense MLP. With tp == 1 every collective is skipped and the arithmetic, in the same
- * order, is that of the single-rank model. All collectives are in B passes, none in W. */
+ * order, is that of the single-rank model. All collectives are in B passes, none in W.
+ * Context parallelism replaces attention by ring attention over the zig-zag rows and makes
+ * the loss and the load-balancing loss those of whole sequences; expert parallelism replaces
+ * the local experts by runtime/ep's dispatch, expert MLPs and combine. */
 #include <string.h>
 #include "kernels/cpu.h"
+#include "runtime/cp.h"
+#include "runtime/ep.h"
 #include "runtime/model.h"
 #include "runtime/tp.h"
 
@@ -58,7 +63,7 @@ static void add_into(float *y, const float *x, size_t n)
 
 static float *expert_gu(const struct llama *m, float *base, int l, int e)
 {
-	return base + m->layer[l].experts + (size_t)e * 3 * m->moe_ffn_local * m->cfg.hidden;
+	return base + m->layer[l].experts + (size_t)(e - m->expert0) * 3 * m->moe_ffn_local * m->cfg.hidden;
 }
 
 /* ---- tensor-parallel steps; each is a no-op when tp == 1 and once a collective failed ---- */
@@ -131,21 +136,47 @@ static void attn_forward(const struct llama *m, struct llama_acts *a, int l, con
 	seq_gather(m, a, L->ln1, s->C);
 	linear_forward(L->qkv, L->ln1, PW(o->wqkv), o->bqkv != NOPE ? PW(o->bqkv) : NULL, s->N, s->C, s->qkv);
 	rope_forward(L->qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
-	attention_forward(L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+	if (m->cp_size == 1)
+		attention_forward(L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+	else if (!a->failed)
+		fail(a, cp_attention_forward(m->cp, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d,
+		                             a->err));
 	float *part = partial_for(m, a, L->mid);
 	linear_forward(part, L->att, PW(o->wo), NULL, s->N, s->q, s->C);
 	reduce_out(m, a, part, L->mid);
 	add_into(L->mid, x, (size_t)s->Nl * s->C);
 }
 
-static void moe_forward(const struct llama *m, struct llama_acts *a, int l, const struct dims *s, float *y)
+/* Switch's load-balancing loss of the whole sequences under CP: the expert counts and router
+ * probability sums are added over the CP group, then the single-rank formula (kernels/moe.c)
+ * with N·cp tokens; frac becomes the global one for the router's backward. */
+static void moe_aux_cp(const struct llama *m, struct llama_acts *a, struct llama_layer_acts *L, const struct dims *s)
 {
-	const struct llama_layer_offsets *o = &m->layer[l];
-	struct llama_layer_acts *L = &a->l[l];
+	const int N = s->N, E = s->E, k = s->k;
+	float *cnt = a->moe_stats, *psum = a->moe_stats + E;
+	for (int e = 0; e < E; e++) {
+		double p = 0.0;
+		for (int n = 0; n < N; n++) p += L->probs[(size_t)n * E + e];
+		psum[e] = (float)p;
+		cnt[e] = 0.0f;
+	}
+	for (size_t i = 0; i < (size_t)N * k; i++) cnt[L->topi[i]] += 1.0f;
+	if (a->failed) return;
+	fail(a, comm_allreduce(m->cp, a->moe_stats, a->moe_stats, 2 * (size_t)E, COMM_F32, a->err));
+	if (a->failed) return;
+	const float Ntot = (float)N * m->cp_size;
+	double sum = 0.0;
+	for (int e = 0; e < E; e++) {
+		L->frac[e] = cnt[e] / (Ntot * k);
+		sum += (double)psum[e] * L->frac[e];
+	}
+	L->aux_loss = (float)(sum * E / Ntot);
+}
+
+/* Routed experts on this rank's tokens, all experts local: gather, expert MLPs. */
+static void experts_forward(const struct llama *m, struct llama_layer_acts *L, int l, const struct dims *s)
+{
 	const int N = s->N, C = s->C, E = s->E, k = s->k, Fe = s->Fe;
-	linear_forward(L->rlogits, L->ln2, PW(o->router), NULL, N, C, E);
-	moe_router_forward(L->probs, L->topi, L->topw, L->rlogits, N, E, k);
-	moe_aux_loss_forward(&L->aux_loss, L->frac, L->probs, L->topi, N, E, k);
 	moe_dispatch(L->offsets, L->perm, L->slot_of, L->topi, N, E, k);
 	moe_gather(L->xe, L->ln2, L->perm, N, C, k);
 	for (int e = 0; e < E; e++) {
@@ -157,12 +188,25 @@ static void moe_forward(const struct llama *m, struct llama_acts *a, int l, cons
 		swiglu_forward(L->he + r * Fe, L->gue + r * 2 * Fe, n, Fe);
 		linear_forward(L->ye + r * C, L->he + r * Fe, w + (size_t)2 * Fe * C, NULL, n, Fe, C);
 	}
+}
+
+static void moe_forward(const struct llama *m, struct llama_acts *a, int l, const struct dims *s, float *y)
+{
+	const struct llama_layer_offsets *o = &m->layer[l];
+	struct llama_layer_acts *L = &a->l[l];
+	const int N = s->N, C = s->C, E = s->E, k = s->k;
+	linear_forward(L->rlogits, L->ln2, PW(o->router), NULL, N, C, E);
+	moe_router_forward(L->probs, L->topi, L->topw, L->rlogits, N, E, k);
+	if (m->cp_size > 1) moe_aux_cp(m, a, L, s);
+	else moe_aux_loss_forward(&L->aux_loss, L->frac, L->probs, L->topi, N, E, k);
+	if (m->ep_size == 1) experts_forward(m, L, l, s);
 	/* single rank: y = mid + experts + shared; sharded: the partial experts + shared are
 	 * reduced first and the residual added once */
 	float *acc = m->tp_size > 1 ? a->tp_buf : y;
 	if (m->tp_size > 1) memset(acc, 0, sizeof(float) * (size_t)N * C);
 	else memcpy(acc, L->mid, sizeof(float) * (size_t)N * C);
-	moe_combine(acc, L->ye, L->topw, L->slot_of, N, C, k);
+	if (m->ep_size == 1) moe_combine(acc, L->ye, L->topw, L->slot_of, N, C, k);
+	else if (!a->failed) fail(a, ep_forward(a->ep[l], acc, L->ln2, L->topi, L->topw, PW(o->experts), a->err));
 	if (s->Fs) {
 		linear_forward(L->sgu, L->ln2, PW(o->shared_in), NULL, N, C, 2 * s->Fs);
 		swiglu_forward(L->sh, L->sgu, N, s->Fs);
@@ -226,6 +270,13 @@ float llama_head_forward(const struct llama *m, struct llama_acts *a, const int 
 	int count = 0;
 	for (int n = 0; n < s.N; n++)
 		if (a->targets[n] >= 0) { sum += a->losses[n]; count++; }
+	if (m->cp_size > 1 && !a->failed) { /* the mean over the whole sequences */
+		double v[2] = {sum, count};
+		fail(a, comm_allreduce(m->cp, v, v, 2, COMM_F64, a->err));
+		sum = v[0];
+		count = (int)v[1];
+	}
+	a->n_counted = count;
 	a->ce_loss = count ? (float)(sum / count) : 0.0f;
 	return a->ce_loss;
 }
@@ -251,8 +302,7 @@ void llama_head_backward(struct llama *m, struct llama_acts *a, float dloss)
 {
 	struct dims s = dims_of(m, a);
 	const float *x = a->res + (size_t)m->cfg.layers * s.Nl * s.C;
-	int count = 0;
-	for (int n = 0; n < s.N; n++) count += a->targets[n] >= 0;
+	const int count = a->n_counted;
 	a->dloss = dloss;
 	float *dlogits = a->logits; /* in place: (N, V) */
 	const float dl = count ? dloss / count : 0.0f;
@@ -279,21 +329,27 @@ static const float *moe_backward_b(struct llama *m, struct llama_acts *a, int l,
 	} else {
 		memset(a->dln, 0, sizeof(float) * (size_t)N * C);
 	}
-	moe_combine_backward(L->d_ye, a->dtopw, dout, L->ye, L->topw, L->slot_of, N, C, k);
-	/* each rank's ye is a partial sum over its slice of every expert, so is its dtopw */
-	if (m->tp_size > 1 && !a->failed) fail(a, tp_allreduce(m->tp, a->dtopw, (size_t)N * k, a->err));
-	for (int e = 0; e < E; e++) {
-		const size_t r = (size_t)L->offsets[e];
-		const int n = L->offsets[e + 1] - L->offsets[e];
-		if (!n) continue;
-		const float *w = expert_gu(m, m->params, l, e);
-		linear_backward_input(a->dhe + r * Fe, L->d_ye + r * C, w + (size_t)2 * Fe * C, n, Fe, C, 0);
-		swiglu_backward(L->d_gue + r * 2 * Fe, a->dhe + r * Fe, L->gue + r * 2 * Fe, n, Fe);
-		linear_backward_input(a->dxe + r * C, L->d_gue + r * 2 * Fe, w, n, C, 2 * Fe, 0);
+	if (m->ep_size > 1) {
+		if (!a->failed)
+			fail(a, ep_backward_input(a->ep[l], a->dln, a->dtopw, dout, L->topw, PW(o->experts), a->err));
+	} else {
+		moe_combine_backward(L->d_ye, a->dtopw, dout, L->ye, L->topw, L->slot_of, N, C, k);
+		/* each rank's ye is a partial sum over its slice of every expert, so is its dtopw */
+		if (m->tp_size > 1 && !a->failed) fail(a, tp_allreduce(m->tp, a->dtopw, (size_t)N * k, a->err));
+		for (int e = 0; e < E; e++) {
+			const size_t r = (size_t)L->offsets[e];
+			const int n = L->offsets[e + 1] - L->offsets[e];
+			if (!n) continue;
+			const float *w = expert_gu(m, m->params, l, e);
+			linear_backward_input(a->dhe + r * Fe, L->d_ye + r * C, w + (size_t)2 * Fe * C, n, Fe, C, 0);
+			swiglu_backward(L->d_gue + r * 2 * Fe, a->dhe + r * Fe, L->gue + r * 2 * Fe, n, Fe);
+			linear_backward_input(a->dxe + r * C, L->d_gue + r * 2 * Fe, w, n, C, 2 * Fe, 0);
+		}
+		moe_gather_backward(a->dln, a->dxe, L->slot_of, N, C, k);
 	}
-	moe_gather_backward(a->dln, a->dxe, L->slot_of, N, C, k);
+	/* under CP the aux loss averages over N·cp tokens, the kernel over its N */
 	moe_router_backward(L->d_rlogits, a->dtopw, L->probs, L->topi, L->topw, L->frac,
-	                    m->opts.aux_coef * a->dloss, N, E, k);
+	                    m->opts.aux_coef * a->dloss / (float)m->cp_size, N, E, k);
 	/* the replicated router's input gradient is whole on every rank: added after the
 	 * reduction, for this rank's tokens only */
 	float *dln = reduce_in(m, a, a->dln);
@@ -327,7 +383,11 @@ static void attn_backward_b(struct llama *m, struct llama_acts *a, int l, const 
 	const float *x = a->res + (size_t)l * s->Nl * s->C;
 	gather_grad(m, a, L->d_ao, a->dres);
 	linear_backward_input(a->datt, L->d_ao, PW(o->wo), s->N, s->q, s->C, 0);
-	attention_backward(L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+	if (m->cp_size == 1)
+		attention_backward(L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+	else if (!a->failed)
+		fail(a, cp_attention_backward(m->cp, L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T,
+		                              s->H, s->Hkv, s->d, a->err));
 	rope_backward(L->d_qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
 	linear_backward_input(a->dln, L->d_qkv, PW(o->wqkv), s->N, s->C, s->qkv, 0);
 	const float *dln = reduce_in(m, a, a->dln);
@@ -359,13 +419,17 @@ void llama_layer_backward_w(struct llama *m, struct llama_acts *a, int l)
 	}
 	const int Fe = s.Fe;
 	linear_backward_weight(GW(o->router), NULL, L->d_rlogits, L->ln2, N, C, s.E);
-	for (int e = 0; e < s.E; e++) {
-		const size_t r = (size_t)L->offsets[e];
-		const int n = L->offsets[e + 1] - L->offsets[e];
-		if (!n) continue;
-		float *dw = expert_gu(m, m->grads, l, e);
-		linear_backward_weight(dw, NULL, L->d_gue + r * 2 * Fe, L->xe + r * C, n, C, 2 * Fe);
-		linear_backward_weight(dw + (size_t)2 * Fe * C, NULL, L->d_ye + r * C, L->he + r * Fe, n, Fe, C);
+	if (m->ep_size > 1) {
+		if (!a->failed) fail(a, ep_backward_weight(a->ep[l], GW(o->experts), a->err));
+	} else {
+		for (int e = 0; e < s.E; e++) {
+			const size_t r = (size_t)L->offsets[e];
+			const int n = L->offsets[e + 1] - L->offsets[e];
+			if (!n) continue;
+			float *dw = expert_gu(m, m->grads, l, e);
+			linear_backward_weight(dw, NULL, L->d_gue + r * 2 * Fe, L->xe + r * C, n, C, 2 * Fe);
+			linear_backward_weight(dw + (size_t)2 * Fe * C, NULL, L->d_ye + r * C, L->he + r * Fe, n, Fe, C);
+		}
 	}
 	if (s.Fs) {
 		linear_backward_weight(GW(o->shared_out), NULL, L->d_mo, L->sh, N, s.Fs, C);

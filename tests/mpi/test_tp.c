@@ -8,12 +8,16 @@
  *  - a shard holding only layers [2, 4) and the head runs on the reference's residual
  *    stream at layer 2 and gives the same loss, gradients and input gradient;
  *  - bad shard descriptions are refused with a message naming the field.
- * np 2: tp 2. np 4: tp 2 with two replicas on different batches, then tp 4 on models whose
- * kv_heads allow it. Dense SwiGLU (untied) and MoE (4 experts, top-2, a shared expert, tied). */
+ *  - context parallelism (zig-zag ring attention), alone and with tp, and expert parallelism
+ *    (all-to-all dispatch) give the same loss, gradients (after the dp·cp sum) and step.
+ * np 2: tp 2, cp 2, ep 2. np 4: tp 2 with two replicas on different batches, tp 4 on models
+ * whose kv_heads allow it, tp 2 x cp 2, ep 4. Dense SwiGLU (untied) and MoE (4 experts, top-2,
+ * a shared expert, tied). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/comm.h"
+#include "runtime/cp.h"
 #include "runtime/ctx.h"
 #include "runtime/model.h"
 #include "sim/util.h"
@@ -92,70 +96,23 @@ static double sumsq(const float *g, size_t n)
 	return s;
 }
 
-/* Micro-batch 1 with deferred weight-gradient passes, as zero-bubble schedules run them. */
-static float split_micro(struct llama *m, struct llama_acts *a, const int *tok, const int *tgt, float dloss)
+/* After the backward passes (and any dp·cp reduction): SP norm gradients, the gradients
+ * against the single-rank model's, then one AdamW step with clipping active (max norm half
+ * the reference's norm): the norm, the weights and both moments. ref2, the single-rank model
+ * stepped from the shard's gathered gradients, isolates the sharded step. */
+static void check_grads_and_step(struct llama *ref, struct llama *m, const char *label)
 {
-	const int L = m->cfg.layers;
-	llama_embed_forward(m, a, tok);
-	llama_layers_forward(m, a, 0, L);
-	float loss = llama_head_forward(m, a, tgt) + llama_aux_loss(m, a, 0, L);
-	llama_head_backward(m, a, dloss);
-	for (int l = L - 1; l >= 0; l--) llama_layer_backward_b(m, a, l);
-	llama_embed_backward(m, a);
-	for (int l = L - 1; l >= 0; l--) llama_layer_backward_w(m, a, l);
-	return loss;
-}
-
-static void check_whole(struct comm *tp, int sp, const struct model *cfg, int replica)
-{
-	char err[ERR_LEN], label[96];
-	snprintf(label, sizeof label, "%s tp%d sp%d replica %d", cfg->name, comm_size(tp), sp, replica);
-	struct llama *ref = NULL, *m = NULL;
-	struct llama_acts *ra = NULL, *a0 = NULL, *a1 = NULL;
-	struct llama_par par;
-	llama_par_default(&par);
-	par.tp = tp;
-	par.sp = sp;
+	char err[ERR_LEN];
 	struct llama *ref2 = NULL;
-	float *full = NULL, *gfull = NULL, *local = NULL;
-	if (llama_create(&ref, cfg, NULL, err) || llama_acts_create(&ra, ref, B, T, 0, err) ||
-	    llama_create(&ref2, cfg, NULL, err) ||
-	    llama_create_par(&m, cfg, NULL, &par, err) || llama_acts_create(&a0, m, B, T, 0, err) ||
-	    llama_acts_create(&a1, m, B, T, 1, err)) {
-		CHECK(0, "%s: create: %s", label, err);
+	float *full = malloc(sizeof(float) * ref->n_params), *gfull = malloc(sizeof(float) * ref->n_params);
+	if (llama_create(&ref2, &ref->cfg, &ref->opts, err)) {
+		CHECK(0, "%s: %s", label, err);
 		goto out;
 	}
-	full = malloc(sizeof(float) * ref->n_params);
-	gfull = malloc(sizeof(float) * ref->n_params);
-	local = malloc(sizeof(float) * m->n_params);
-
-	/* the shard's memory: 1/tp of every sharded tensor, replicated ones whole */
-	size_t repl = 0;
-	for (int s = 0; s < ref->n_specs; s++) repl += ref->specs[s].shard == SHARD_REPLICATED ? ref->specs[s].numel : 0;
-	const int tpn = comm_size(tp);
-	CHECK(m->n_params == (ref->n_params - repl) / tpn + repl && m->n_params_full == ref->n_params,
-	      "%s: shard holds %zu of %zu parameters, want %zu", label, m->n_params, ref->n_params,
-	      (ref->n_params - repl) / tpn + repl);
-	llama_full_to_local(m, ref->params, local);
-	CHECK(!memcmp(local, m->params, sizeof(float) * m->n_params), "%s: initial shard = slices of the single-rank weights",
-	      label);
-
-	for (int mb = 0; mb < MICRO; mb++) {
-		int tok[N], tgt[N];
-		batch(tok, tgt, 1000u * (unsigned)replica + 17u * (unsigned)mb + 3u);
-		float want = llama_forward(ref, ra, tok, tgt);
-		llama_backward(ref, ra, 1.0f / MICRO);
-		float got = mb == 0 ? llama_forward(m, a0, tok, tgt) : split_micro(m, a1, tok, tgt, 1.0f / MICRO);
-		if (mb == 0) llama_backward(m, a0, 1.0f / MICRO);
-		CHECK(fabs(got - want) <= REL * fabs(want), "%s: micro-batch %d loss %.9g, single rank %.9g", label, mb, got, want);
-	}
-	CHECK(!a0->failed && !a1->failed, "%s: collectives: %s%s", label, a0->err, a1->err);
 	CHECK(!llama_grads_finish(m, err), "%s: %s", label, err);
 	CHECK(!llama_gather_full(m, m->grads, gfull, NULL, 0, err), "%s: %s", label, err);
 	compare_full(ref, gfull, ref->grads, "gradient", label);
 
-	/* one AdamW step with clipping active: max norm half the reference's norm. ref2 steps
-	 * from the shard's gathered gradients: the sharded step must give its weights. */
 	struct adamw_opts ao;
 	adamw_opts_default(&ao);
 	ao.max_grad_norm = 0.5f * (float)sqrt(sumsq(ref->grads, ref->n_params));
@@ -192,8 +149,66 @@ static void check_whole(struct comm *tp, int sp, const struct model *cfg, int re
 out:
 	free(full);
 	free(gfull);
-	free(local);
 	llama_destroy(ref2);
+}
+
+/* Micro-batch 1 with deferred weight-gradient passes, as zero-bubble schedules run them. */
+static float split_micro(struct llama *m, struct llama_acts *a, const int *tok, const int *tgt, float dloss)
+{
+	const int L = m->cfg.layers;
+	llama_embed_forward(m, a, tok);
+	llama_layers_forward(m, a, 0, L);
+	float loss = llama_head_forward(m, a, tgt) + llama_aux_loss(m, a, 0, L);
+	llama_head_backward(m, a, dloss);
+	for (int l = L - 1; l >= 0; l--) llama_layer_backward_b(m, a, l);
+	llama_embed_backward(m, a);
+	for (int l = L - 1; l >= 0; l--) llama_layer_backward_w(m, a, l);
+	return loss;
+}
+
+static void check_whole(struct comm *tp, int sp, const struct model *cfg, int replica)
+{
+	char err[ERR_LEN], label[2 * ERR_LEN];
+	snprintf(label, sizeof label, "%s tp%d sp%d replica %d", cfg->name, comm_size(tp), sp, replica);
+	struct llama *ref = NULL, *m = NULL;
+	struct llama_acts *ra = NULL, *a0 = NULL, *a1 = NULL;
+	struct llama_par par;
+	llama_par_default(&par);
+	par.tp = tp;
+	par.sp = sp;
+	float *local = NULL;
+	if (llama_create(&ref, cfg, NULL, err) || llama_acts_create(&ra, ref, B, T, 0, err) ||
+	    llama_create_par(&m, cfg, NULL, &par, err) || llama_acts_create(&a0, m, B, T, 0, err) ||
+	    llama_acts_create(&a1, m, B, T, 1, err)) {
+		CHECK(0, "%s: create: %s", label, err);
+		goto out;
+	}
+	local = malloc(sizeof(float) * m->n_params);
+
+	/* the shard's memory: 1/tp of every sharded tensor, replicated ones whole */
+	size_t repl = 0;
+	for (int s = 0; s < ref->n_specs; s++) repl += ref->specs[s].shard == SHARD_REPLICATED ? ref->specs[s].numel : 0;
+	const int tpn = comm_size(tp);
+	CHECK(m->n_params == (ref->n_params - repl) / tpn + repl && m->n_params_full == ref->n_params,
+	      "%s: shard holds %zu of %zu parameters, want %zu", label, m->n_params, ref->n_params,
+	      (ref->n_params - repl) / tpn + repl);
+	llama_full_to_local(m, ref->params, local);
+	CHECK(!memcmp(local, m->params, sizeof(float) * m->n_params), "%s: initial shard = slices of the single-rank weights",
+	      label);
+
+	for (int mb = 0; mb < MICRO; mb++) {
+		int tok[N], tgt[N];
+		batch(tok, tgt, 1000u * (unsigned)replica + 17u * (unsigned)mb + 3u);
+		float want = llama_forward(ref, ra, tok, tgt);
+		llama_backward(ref, ra, 1.0f / MICRO);
+		float got = mb == 0 ? llama_forward(m, a0, tok, tgt) : split_micro(m, a1, tok, tgt, 1.0f / MICRO);
+		if (mb == 0) llama_backward(m, a0, 1.0f / MICRO);
+		CHECK(fabs(got - want) <= REL * fabs(want), "%s: micro-batch %d loss %.9g, single rank %.9g", label, mb, got, want);
+	}
+	CHECK(!a0->failed && !a1->failed, "%s: collectives: %s%s", label, a0->err, a1->err);
+	check_grads_and_step(ref, m, label);
+out:
+	free(local);
 	llama_acts_destroy(ra);
 	llama_acts_destroy(a0);
 	llama_acts_destroy(a1);
@@ -204,7 +219,7 @@ out:
 /* A pipeline-like shard: layers [2, 4) and the head, fed the reference's res[2]. */
 static void check_range(struct comm *tp, int sp, const struct model *cfg)
 {
-	char err[ERR_LEN], label[96];
+	char err[ERR_LEN], label[2 * ERR_LEN];
 	snprintf(label, sizeof label, "%s tp%d sp%d layers [2,4)+head", cfg->name, comm_size(tp), sp);
 	struct llama *ref = NULL, *m = NULL;
 	struct llama_acts *ra = NULL, *a = NULL;
@@ -280,6 +295,25 @@ static void check_refusals(struct comm *tp)
 	r[1] = (struct llama_layer_range){3, 5};
 	CHECK(llama_create_par(&m, &c, NULL, &par, err) == -1 && strstr(err, "layer range 1 [3, 5)"),
 	      "range past the last layer: '%s'", err);
+	struct model moe = tiny_moe(n);
+	par.n_ranges = 0;
+	par.ep = tp; /* any group of more than one rank */
+	CHECK(llama_create_par(&m, &moe, NULL, &par, err) == -1 && strstr(err, "expert parallelism with tp"),
+	      "EP with TP refused: '%s'", err);
+	par.tp = NULL;
+	moe.moe_experts = 3;
+	moe.moe_topk = 1;
+	CHECK(llama_create_par(&m, &moe, NULL, &par, err) == -1 && strstr(err, "must divide moe_experts"),
+	      "ep not dividing the experts refused: '%s'", err);
+	moe.moe_experts = 4;
+	par.expert_begin = 1;
+	par.expert_end = 3;
+	CHECK(llama_create_par(&m, &moe, NULL, &par, err) == -1 && strstr(err, "expert range [1, 3)"),
+	      "an expert range other than the EP split refused: '%s'", err);
+	par.ep = NULL;
+	par.expert_begin = par.expert_end = 0;
+	par.tp = tp;
+	par.n_ranges = 2;
 	r[1].end = 4;
 	par.sp = 1;
 	CHECK(!llama_create_par(&m, &c, NULL, &par, err), "ranges [1,3)+[3,4): %s", err);
@@ -291,19 +325,112 @@ static void check_refusals(struct comm *tp)
 	llama_destroy(m);
 }
 
-static void run_tp(struct comm *world, int tp_deg, const struct model *cfgs, int ncfg)
+/* Context parallelism (with tp, sp): each CP rank feeds its zig-zag rows of the same batches;
+ * the loss is the whole sequences'; the gradients summed over CP (as the dp·cp reduction
+ * does) are the single-rank ones. */
+static void check_cp(struct comm *tp, struct comm *cp, int sp, const struct model *cfg)
+{
+	char err[ERR_LEN], label[2 * ERR_LEN];
+	snprintf(label, sizeof label, "%s tp%d cp%d sp%d", cfg->name, comm_size(tp), comm_size(cp), sp);
+	struct llama *ref = NULL, *m = NULL;
+	struct llama_acts *ra = NULL, *a = NULL;
+	struct llama_par par;
+	llama_par_default(&par);
+	par.tp = tp;
+	par.sp = sp;
+	par.cp = cp;
+	if (llama_create(&ref, cfg, NULL, err) || llama_acts_create(&ra, ref, B, T, 0, err) ||
+	    llama_create_par(&m, cfg, NULL, &par, err) || llama_acts_create(&a, m, B, T, 0, err)) {
+		CHECK(0, "%s: create: %s", label, err);
+		goto out;
+	}
+	CHECK(a->T == T / comm_size(cp) && a->N == B * T / comm_size(cp), "%s: %d rows of each sequence", label, a->T);
+	for (int mb = 0; mb < MICRO; mb++) {
+		int tok[N], tgt[N], ltok[N], ltgt[N];
+		batch(tok, tgt, 50u + (unsigned)mb);
+		float want = llama_forward(ref, ra, tok, tgt);
+		llama_backward(ref, ra, 1.0f / MICRO);
+		CHECK(!cp_shard_tokens(ltok, tok, B, T, comm_size(cp), comm_rank(cp), err) &&
+		      !cp_shard_tokens(ltgt, tgt, B, T, comm_size(cp), comm_rank(cp), err), "%s: %s", label, err);
+		float got = llama_forward(m, a, ltok, ltgt);
+		llama_backward(m, a, 1.0f / MICRO);
+		CHECK(fabs(got - want) <= REL * fabs(want), "%s: micro-batch %d loss %.9g, single rank %.9g", label, mb, got, want);
+	}
+	CHECK(!a->failed, "%s: collectives: %s", label, a->err);
+	CHECK(!comm_allreduce(cp, m->grads, m->grads, m->n_params, COMM_F32, err), "%s: %s", label, err);
+	check_grads_and_step(ref, m, label);
+out:
+	llama_acts_destroy(ra);
+	llama_acts_destroy(a);
+	llama_destroy(ref);
+	llama_destroy(m);
+}
+
+/* Expert parallelism: EP rank r runs micro-batch r of the reference's ep micro-batches (as a
+ * data-parallel rank would) with its E/ep experts; everything but the experts summed over EP
+ * (the dp reduction) and the experts gathered give the reference's accumulated gradients. */
+static void check_ep(struct comm *ep, const struct model *cfg)
+{
+	char err[ERR_LEN], label[2 * ERR_LEN];
+	const int n = comm_size(ep), r = comm_rank(ep);
+	snprintf(label, sizeof label, "%s ep%d", cfg->name, n);
+	struct llama *ref = NULL, *m = NULL;
+	struct llama_acts *ra = NULL, *a = NULL;
+	struct llama_par par;
+	llama_par_default(&par);
+	par.ep = ep;
+	if (llama_create(&ref, cfg, NULL, err) || llama_acts_create(&ra, ref, B, T, 0, err) ||
+	    llama_create_par(&m, cfg, NULL, &par, err) || llama_acts_create(&a, m, B, T, 1, err)) {
+		CHECK(0, "%s: create: %s", label, err);
+		goto out;
+	}
+	size_t experts = 0;
+	for (int s = 0; s < ref->n_specs; s++) experts += ref->specs[s].shard == SHARD_EXPERT ? ref->specs[s].numel : 0;
+	CHECK(m->n_params == ref->n_params - experts + experts / (size_t)n, "%s: shard holds %zu of %zu parameters", label,
+	      m->n_params, ref->n_params);
+	float want = 0.0f;
+	int tok[N], tgt[N];
+	for (int i = 0; i < n; i++) {
+		batch(tok, tgt, 70u + (unsigned)i);
+		float l = llama_forward(ref, ra, tok, tgt);
+		llama_backward(ref, ra, 1.0f / n);
+		if (i == r) want = l;
+	}
+	batch(tok, tgt, 70u + (unsigned)r);
+	float got = split_micro(m, a, tok, tgt, 1.0f / n);
+	CHECK(fabs(got - want) <= REL * fabs(want), "%s: loss %.9g, single rank %.9g", label, got, want);
+	CHECK(!a->failed, "%s: collectives: %s", label, a->err);
+	for (int s = 0; s < m->n_specs; s++)
+		if (m->specs[s].shard != SHARD_EXPERT)
+			CHECK(!comm_allreduce(ep, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
+			                      COMM_F32, err), "%s: %s", label, err);
+	check_grads_and_step(ref, m, label);
+out:
+	llama_acts_destroy(ra);
+	llama_acts_destroy(a);
+	llama_destroy(ref);
+	llama_destroy(m);
+}
+
+static struct ctx *make_ctx(struct comm *world, int tp, int cp, int ep)
 {
 	char err[ERR_LEN];
 	struct plan p;
 	plan_defaults(&p);
-	p.tp = tp_deg;
-	p.dp = comm_size(world) / tp_deg;
+	p.tp = tp;
+	p.cp = cp;
+	p.ep = ep;
+	p.dp = comm_size(world) / (tp * cp);
 	p.gpus = comm_size(world);
 	struct ctx *x = NULL;
-	if (ctx_create(world, &p, &x, err)) {
-		CHECK(0, "ctx tp %d: %s", tp_deg, err);
-		return;
-	}
+	if (ctx_create(world, &p, &x, err)) CHECK(0, "ctx tp %d cp %d ep %d: %s", tp, cp, ep, err);
+	return x;
+}
+
+static void run_tp(struct comm *world, int tp_deg, const struct model *cfgs, int ncfg)
+{
+	struct ctx *x = make_ctx(world, tp_deg, 1, 1);
+	if (!x) return;
 	struct comm *tp = ctx_comm(x, GROUP_TP);
 	for (int c = 0; c < ncfg; c++)
 		for (int sp = 0; sp <= 1; sp++) {
@@ -327,6 +454,14 @@ int main(void)
 	const struct model two[2] = {tiny(2), tiny_moe(2)}, four[2] = {tiny(4), tiny_moe(4)};
 	run_tp(world, 2, two, 2);                /* np 4: two replicas of tp 2 */
 	if (n % 4 == 0) run_tp(world, 4, four, 2);
+	/* np 2: cp 2; np 4: tp 2 x cp 2 */
+	struct ctx *x = make_ctx(world, n / 2, 2, 1);
+	for (int c = 0; x && c < 2; c++)
+		for (int sp = 0; sp <= 1; sp++) check_cp(ctx_comm(x, GROUP_TP), ctx_comm(x, GROUP_CP), sp, &two[c]);
+	ctx_destroy(x);
+	x = make_ctx(world, 1, 1, n); /* every rank an EP rank: ep 2 or 4 */
+	if (x) check_ep(ctx_comm(x, GROUP_EP), &two[1]);
+	ctx_destroy(x);
 	double cnt[2] = {test_passed, test_failed};
 	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
 		fprintf(stderr, "%s\n", err);
