@@ -1,5 +1,7 @@
-/* model — the parameter and activation tables, deterministic initialisation, AdamW over the
- * flat buffers, and the FLOP count. The forward and backward passes are in model_pass.c. */
+/* model — the parameter and activation tables (of the single-rank model or of one rank's
+ * shard), deterministic initialisation, the shard <-> single-rank layout mapping, AdamW over
+ * the flat buffers with the global gradient norm, and the FLOP count. The forward and
+ * backward passes are in model_pass.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,10 +15,13 @@
  * (2F, C) matrix), and each expert's gate|up|down — so shards must keep each piece's rows
  * together. Gradients accumulate (+=) until llama_zero_grad().
  *
- * Shards (llama_create_par): a rank holds some layers, maybe the embedding and the head, and
- * 1/tp of every tensor-parallel tensor, in a flat buffer of its own with the same ordering;
- * each spec records where its block sits in the single-rank tensor (gid, row0, col0), so
- * llama_full_index() and llama_gather_full() map a shard back to llama_create's layout. */
+ * Shards (llama_create_par): a rank holds some layers, maybe the embedding and the head,
+ * 1/tp of every tensor-parallel tensor and, under expert parallelism, E/ep of the routed
+ * experts, in a flat buffer of its own with the same ordering; each spec records where its
+ * block sits in the single-rank tensor (gid, row0, col0), so llama_full_index() and
+ * llama_gather_full() map a shard back to llama_create's layout. The passes (model_pass.c)
+ * add tensor/sequence (runtime/tp.h), context (runtime/cp.h) and expert (runtime/ep.h)
+ * parallelism's communication. */
 #ifndef SCALEPLAN_RUNTIME_MODEL_H
 #define SCALEPLAN_RUNTIME_MODEL_H
 
@@ -33,7 +36,7 @@ enum shard_kind {
 	SHARD_COLUMN,     /* rows (output features) split: wq, wk, wv, gate, up, their biases */
 	SHARD_ROW,        /* columns (input features) split: wo, down */
 	SHARD_VOCAB,      /* vocabulary rows split: embedding, LM head */
-	SHARD_EXPERT,     /* whole tensor lives on the rank owning `expert` */
+	SHARD_EXPERT,     /* lives on the EP rank owning `expert`, cut by TP like the dense MLP */
 };
 enum init_kind { INIT_NORMAL, INIT_ONES, INIT_ZEROS };
 
@@ -86,6 +89,7 @@ struct llama_par {
 };
 /* The single-rank description: no TP, every layer, embedding and head. */
 void llama_par_default(struct llama_par *p);
+
 struct llama_layer_offsets { /* offsets into the flat buffers; SIZE_MAX when absent */
 	size_t attn_norm, wqkv, bqkv, wo, mlp_norm;
 	size_t w_in, w_out;              /* dense MLP: gate|up (or GeLU fc) and down (or proj) */
@@ -152,6 +156,7 @@ void llama_full_to_local(const struct llama *m, const float *full, float *local)
  * be orthogonal to tp, ep and each other). Collective. */
 int llama_gather_full(const struct llama *m, const float *local, float *full, struct comm *const *groups,
                       int ngroups, char *err);
+
 /* ---- one micro-batch's activations ---------------------------------------------------- */
 struct act_spec { char name[32]; int layer; size_t offset, numel; int is_int; };
 
@@ -171,7 +176,7 @@ struct ep_batch;
 struct llama_acts {
 	int B, T, N, split_w;        /* T: rows of each sequence on this rank (T/cp of it) */
 	int T_seq;                   /* whole sequence length */
-	int n_counted;               /* targets >= 0 over the whole micro-batch (every CP rank) */
+	int n_counted;               /* targets >= 0 in the whole micro-batch (summed over CP) */
 	int n_layers;
 	struct ep_batch **ep;        /* [n_layers] one exchange per held MoE layer under EP */
 	int Nl, n0;                  /* residual-stream tokens held: [n0, n0 + Nl) of the N (all
