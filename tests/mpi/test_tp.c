@@ -10,7 +10,7 @@
  *  - bad shard descriptions are refused with a message naming the field.
  *  - context parallelism (zig-zag ring attention), alone and with tp, and expert parallelism
  *    (all-to-all dispatch) give the same loss, gradients (after the dp·cp sum) and step.
- * np 2: tp 2, cp 2, ep 2. np 4: tp 2 with two replicas on different batches, tp 4 on models
+ * np 2: tp 2, cp 2, ep 2, cp 2 with ep 2. np 4: tp 2 with two replicas on different batches, tp 4 on models
  * whose kv_heads allow it, tp 2 x cp 2, ep 4. Dense SwiGLU (untied) and MoE (4 experts, top-2,
  * a shared expert, tied). */
 #include <math.h>
@@ -24,6 +24,7 @@
 #include "tests/test.h"
 
 enum { B = 2, T = 16, N = B * T, MICRO = 2 };
+static int print_rank; /* world rank 0 prints what it measured */
 #define REL 1e-5
 #define ABS 1e-6
 
@@ -74,7 +75,7 @@ static void compare_full(const struct llama *ref, const float *got, const float 
                          const char *label)
 {
 	size_t bad = 0;
-	double worst = 0.0;
+	double worst = 0.0, max_abs = 0.0, big = 0.0, rel_big = 0.0;
 	int worst_spec = 0;
 	for (int s = 0; s < ref->n_specs; s++) {
 		const struct param_spec *p = &ref->specs[s];
@@ -83,10 +84,16 @@ static void compare_full(const struct llama *ref, const float *got, const float 
 			if (d > tol) bad++;
 			double e = d / fmax(fabs(want[i]), ABS / REL);
 			if (e > worst) { worst = e; worst_spec = s; }
+			max_abs = fmax(max_abs, d);
+			big = fmax(big, fabs(want[i]));
+			if (fabs(want[i]) >= 1e-5) rel_big = fmax(rel_big, d / fabs(want[i]));
 		}
 	}
 	CHECK(bad == 0, "%s: %zu %s elements off (worst relative %.3g in %s)", label, bad, what, worst,
 	      ref->specs[worst_spec].name);
+	if (print_rank)
+		printf("%s, %s: max |diff| %.2g (largest |value| %.2g), max relative diff over |value| >= 1e-5: %.2g\n", label,
+		       what, max_abs, big, rel_big);
 }
 
 static double sumsq(const float *g, size_t n)
@@ -184,6 +191,8 @@ static void check_whole(struct comm *tp, int sp, const struct model *cfg, int re
 		goto out;
 	}
 	local = malloc(sizeof(float) * m->n_params);
+	CHECK(a0->Nl == (sp ? N / comm_size(tp) : N) && a0->n0 == (sp ? comm_rank(tp) * a0->Nl : 0),
+	      "%s: residual stream holds tokens [%d, %d)", label, a0->n0, a0->n0 + a0->Nl);
 
 	/* the shard's memory: 1/tp of every sharded tensor, replicated ones whole */
 	size_t repl = 0;
@@ -328,10 +337,11 @@ static void check_refusals(struct comm *tp)
 /* Context parallelism (with tp, sp): each CP rank feeds its zig-zag rows of the same batches;
  * the loss is the whole sequences'; the gradients summed over CP (as the dp·cp reduction
  * does) are the single-rank ones. */
-static void check_cp(struct comm *tp, struct comm *cp, int sp, const struct model *cfg)
+static void check_cp(struct comm *tp, struct comm *cp, struct comm *ep, int sp, const struct model *cfg)
 {
 	char err[ERR_LEN], label[2 * ERR_LEN];
-	snprintf(label, sizeof label, "%s tp%d cp%d sp%d", cfg->name, comm_size(tp), comm_size(cp), sp);
+	snprintf(label, sizeof label, "%s tp%d cp%d ep%d sp%d", cfg->name, comm_size(tp), comm_size(cp),
+	         ep ? comm_size(ep) : 1, sp);
 	struct llama *ref = NULL, *m = NULL;
 	struct llama_acts *ra = NULL, *a = NULL;
 	struct llama_par par;
@@ -339,6 +349,7 @@ static void check_cp(struct comm *tp, struct comm *cp, int sp, const struct mode
 	par.tp = tp;
 	par.sp = sp;
 	par.cp = cp;
+	par.ep = ep;
 	if (llama_create(&ref, cfg, NULL, err) || llama_acts_create(&ra, ref, B, T, 0, err) ||
 	    llama_create_par(&m, cfg, NULL, &par, err) || llama_acts_create(&a, m, B, T, 0, err)) {
 		CHECK(0, "%s: create: %s", label, err);
@@ -357,7 +368,13 @@ static void check_cp(struct comm *tp, struct comm *cp, int sp, const struct mode
 		CHECK(fabs(got - want) <= REL * fabs(want), "%s: micro-batch %d loss %.9g, single rank %.9g", label, mb, got, want);
 	}
 	CHECK(!a->failed, "%s: collectives: %s", label, a->err);
-	CHECK(!comm_allreduce(cp, m->grads, m->grads, m->n_params, COMM_F32, err), "%s: %s", label, err);
+	/* experts are reduced over expert-DP (one rank when EP is the whole CP group) */
+	int rc = 0;
+	for (int s = 0; s < m->n_specs && !rc; s++)
+		if (!ep || m->specs[s].shard != SHARD_EXPERT)
+			rc = comm_allreduce(cp, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
+			                    COMM_F32, err);
+	CHECK(!rc, "%s: %s", label, err);
 	check_grads_and_step(ref, m, label);
 out:
 	llama_acts_destroy(ra);
@@ -400,10 +417,12 @@ static void check_ep(struct comm *ep, const struct model *cfg)
 	float got = split_micro(m, a, tok, tgt, 1.0f / n);
 	CHECK(fabs(got - want) <= REL * fabs(want), "%s: loss %.9g, single rank %.9g", label, got, want);
 	CHECK(!a->failed, "%s: collectives: %s", label, a->err);
-	for (int s = 0; s < m->n_specs; s++)
+	int rc = 0;
+	for (int s = 0; s < m->n_specs && !rc; s++)
 		if (m->specs[s].shard != SHARD_EXPERT)
-			CHECK(!comm_allreduce(ep, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
-			                      COMM_F32, err), "%s: %s", label, err);
+			rc = comm_allreduce(ep, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
+			                    COMM_F32, err);
+	CHECK(!rc, "%s: %s", label, err);
 	check_grads_and_step(ref, m, label);
 out:
 	llama_acts_destroy(ra);
@@ -451,14 +470,20 @@ int main(void)
 	}
 	comm_set_timeout(world, 60); /* a rank that skips a collective fails instead of hanging */
 	const int n = comm_size(world);
+	print_rank = comm_rank(world) == 0 && getenv("TEST_TP_VERBOSE") != NULL;
 	const struct model two[2] = {tiny(2), tiny_moe(2)}, four[2] = {tiny(4), tiny_moe(4)};
 	run_tp(world, 2, two, 2);                /* np 4: two replicas of tp 2 */
 	if (n % 4 == 0) run_tp(world, 4, four, 2);
 	/* np 2: cp 2; np 4: tp 2 x cp 2 */
 	struct ctx *x = make_ctx(world, n / 2, 2, 1);
 	for (int c = 0; x && c < 2; c++)
-		for (int sp = 0; sp <= 1; sp++) check_cp(ctx_comm(x, GROUP_TP), ctx_comm(x, GROUP_CP), sp, &two[c]);
+		for (int sp = 0; sp <= 1; sp++) check_cp(ctx_comm(x, GROUP_TP), ctx_comm(x, GROUP_CP), NULL, sp, &two[c]);
 	ctx_destroy(x);
+	if (n == 2) { /* cp 2 with the experts split over the same two ranks */
+		x = make_ctx(world, 1, 2, 2);
+		if (x) check_cp(ctx_comm(x, GROUP_TP), ctx_comm(x, GROUP_CP), ctx_comm(x, GROUP_EP), 0, &two[1]);
+		ctx_destroy(x);
+	}
 	x = make_ctx(world, 1, 1, n); /* every rank an EP rank: ep 2 or 4 */
 	if (x) check_ep(ctx_comm(x, GROUP_EP), &two[1]);
 	ctx_destroy(x);
