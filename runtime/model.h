@@ -133,7 +133,10 @@ int llama_create(struct llama **out, const struct model *cfg, const struct llama
 int llama_create_par(struct llama **out, const struct model *cfg, const struct llama_opts *o,
                      const struct llama_par *par, char *err);
 void llama_destroy(struct llama *m);
-static inline int llama_holds_layer(const struct llama *m, int l) { return m->held[l] != 0; }
+static inline int llama_holds_layer(const struct llama *m, int l)
+{
+	return l >= 0 && l < m->cfg.layers && m->held[l];
+}
 /* Writes elements [begin, begin+count) (row-major, indices of the whole single-rank tensor)
  * of tensor `spec` as llama_create did: a shard initialises its block to exactly the
  * single-rank model's values. */
@@ -212,9 +215,9 @@ int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int
 void llama_acts_destroy(struct llama_acts *a);
 
 /* ---- forward: embed, then layers [l0, l1), then head (callable separately) ---------------
- * On a shard every call is collective over the TP group (and CP, EP) and [l0, l1) must be
- * held; a failed collective sets a->failed and a->err (check after the pass; later
- * collectives are skipped). Under CP the loss (and a MoE layer's load-balancing loss) is that
+ * On a shard every call is collective over the TP group (and CP, EP). A failed collective,
+ * or a pass over a layer (embedding, head) the shard does not hold, sets a->failed and
+ * a->err: check after the pass; later collectives are skipped. Under CP the loss (and a MoE layer's load-balancing loss) is that
  * of the whole sequences, and each CP rank's gradients are its rows' share: their sum over
  * CP (which the data-parallel reduction over dp·cp forms) is the single-rank gradient. */
 void llama_embed_forward(const struct llama *m, struct llama_acts *a, const int *tokens /* (B, T) */);

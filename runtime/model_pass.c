@@ -16,6 +16,7 @@
  * Context parallelism replaces attention by ring attention over the zig-zag rows and makes
  * the loss and the load-balancing loss those of whole sequences; expert parallelism replaces
  * the local experts by runtime/ep's dispatch, expert MLPs and combine. */
+#include <stdio.h>
 #include <string.h>
 #include "kernels/cpu.h"
 #include "runtime/cp.h"
@@ -114,6 +115,20 @@ static void gather_grad(const struct llama *m, struct llama_acts *a, float *full
 	seq_gather(m, a, full, (int)C);
 }
 
+/* A pass over a part this shard does not hold is refused (a->failed, a->err), not run; every
+ * rank of a TP, CP or EP group holds the same parts, so all of them refuse together. */
+static int refused(const struct llama *m, struct llama_acts *a, int l /* -1 embedding, -2 head */)
+{
+	const int ok = l == -1 ? m->embed != NOPE : l == -2 ? m->has_head : l >= 0 && l < m->cfg.layers && m->held[l];
+	if (ok) return 0;
+	if (!a->failed) {
+		if (l < 0) snprintf(a->err, sizeof a->err, "model pass: this shard holds no %s", l == -1 ? "embedding" : "head");
+		else snprintf(a->err, sizeof a->err, "model pass: this shard does not hold layer %d", l);
+	}
+	a->failed = 1;
+	return 1;
+}
+
 /* ---- forward ---------------------------------------------------------------------- */
 
 /* Vocab-parallel embedding: each rank looks up the tokens in its vocabulary rows (zero rows
@@ -121,6 +136,7 @@ static void gather_grad(const struct llama *m, struct llama_acts *a, float *full
 void llama_embed_forward(const struct llama *m, struct llama_acts *a, const int *tokens)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, -1)) return;
 	memcpy(a->tokens, tokens, sizeof(int) * (size_t)s.N);
 	float *part = partial_for(m, a, a->res);
 	embedding_forward(part, a->tokens, PW(m->embed), s.N, s.C, m->vocab0, s.V);
@@ -248,6 +264,7 @@ void llama_layers_forward(const struct llama *m, struct llama_acts *a, int l0, i
 {
 	struct dims s = dims_of(m, a);
 	for (int l = l0; l < l1; l++) {
+		if (refused(m, a, l)) return;
 		attn_forward(m, a, l, &s);
 		mlp_forward(m, a, l, &s);
 	}
@@ -256,6 +273,7 @@ void llama_layers_forward(const struct llama *m, struct llama_acts *a, int l0, i
 float llama_head_forward(const struct llama *m, struct llama_acts *a, const int *targets)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, -2)) return 0.0f;
 	const float *x = a->res + (size_t)m->cfg.layers * s.Nl * s.C;
 	memcpy(a->targets, targets, sizeof(int) * (size_t)s.N);
 	rmsnorm_forward(a->lnf + (size_t)s.n0 * s.C, a->rstdf, x, PW(m->final_norm), s.Nl, s.C, s.eps);
@@ -285,7 +303,8 @@ float llama_aux_loss(const struct llama *m, const struct llama_acts *a, int l0, 
 {
 	float s = 0.0f;
 	for (int l = l0; l < l1; l++)
-		if (model_layer_is_moe(&m->cfg, l)) s += m->opts.aux_coef * a->l[l].aux_loss;
+		if (l >= 0 && l < m->cfg.layers && m->held[l] && model_layer_is_moe(&m->cfg, l))
+			s += m->opts.aux_coef * a->l[l].aux_loss;
 	return s;
 }
 
@@ -301,6 +320,7 @@ float llama_forward(const struct llama *m, struct llama_acts *a, const int *toke
 void llama_head_backward(struct llama *m, struct llama_acts *a, float dloss)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, -2)) return;
 	const float *x = a->res + (size_t)m->cfg.layers * s.Nl * s.C;
 	const int count = a->n_counted;
 	a->dloss = dloss;
@@ -397,6 +417,7 @@ static void attn_backward_b(struct llama *m, struct llama_acts *a, int l, const 
 void llama_layer_backward_b(struct llama *m, struct llama_acts *a, int l)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, l)) return;
 	mlp_backward_b(m, a, l, &s);
 	attn_backward_b(m, a, l, &s);
 }
@@ -406,6 +427,7 @@ void llama_layer_backward_b(struct llama *m, struct llama_acts *a, int l)
 void llama_layer_backward_w(struct llama *m, struct llama_acts *a, int l)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, l)) return;
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
 	const int N = s.N, C = s.C;
@@ -449,6 +471,7 @@ void llama_layers_backward(struct llama *m, struct llama_acts *a, int l0, int l1
 void llama_embed_backward(struct llama *m, struct llama_acts *a)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, -1)) return;
 	const float *dx = a->dres;
 	if (m->sp) {
 		gather_grad(m, a, a->tp_buf, a->dres);

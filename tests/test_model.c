@@ -354,7 +354,12 @@ static void test_layer_shard(void)
 		if (q->layer == 3) bwd &= !memcmp(full + q->offset, m->grads + q->offset, sizeof(float) * q->numel);
 	}
 	free(full);
-	CHECK(fwd, "layer chunks [1,2) and [3,4) reproduce res[2] and res[4]");
+	CHECK(fwd && !as->failed, "layer chunks [1,2) and [3,4) reproduce res[2] and res[4]");
+	llama_layers_forward(s, as, 1, 3);
+	CHECK(as->failed && strstr(as->err, "does not hold layer 2"), "a pass over layer 2 is refused: '%s'", as->err);
+	as->failed = 0;
+	llama_head_forward(s, as, tgt);
+	CHECK(as->failed && strstr(as->err, "holds no head"), "a head pass is refused: '%s'", as->err);
 	CHECK(bwd, "layer 3's input and weight gradients match");
 	free(d4);
 out:
