@@ -74,6 +74,36 @@ void attention_backward(float *dqkv /* (B, T, (H + 2*Hkv)*d) */, const float *do
                         const float *lse /* (B, H, T) */, float *scratch,
                         int B, int T, int H, int Hkv, int d);
 
+/* ---- blockwise attention: one query block against one key block -----------------------
+ * The pieces of ring attention (Liu et al. 2023) for one sequence: query rows carry global
+ * positions q0..q0+Tq-1 and key rows k0..k0+Tk-1, and key j is seen by query i iff
+ * k0 + j <= q0 + i (so a block pair is full, empty or partly masked by position alone).
+ * Pointers address head 0 of row 0; head h of row i lives at base + i·ld + h·d, query head h
+ * reads kv head h / (H / Hkv). lse of head h, row i is lse[h·ldl + i].
+ *
+ * Forward MERGES the block into a running result: out/lse hold the normalised output and
+ * log-sum-exp over the keys seen so far (lse = -INFINITY and out = 0 before the first
+ * block), and leave those over the union, by the rule lse = log(e^lse_a + e^lse_b),
+ * out = e^(lse_a-lse)·out_a + e^(lse_b-lse)·out_b. A row that sees no key of the block is
+ * left as it was, so the order of blocks does not matter (up to rounding).
+ * Backward takes the FINAL out and lse (over every block) and ACCUMULATES (+=) this block's
+ * share into dq, dk and dv; the sum over all key blocks is the full gradient. */
+struct att_block {
+	int Tq, Tk;           /* rows in the query block and in the key block */
+	int q0, k0;           /* global positions of their first rows */
+	int H, Hkv, d;
+	int ldq;              /* row stride of q and dq (floats) */
+	int ldkv;             /* row stride of k, v, dk and dv */
+	int ldo;              /* row stride of out and dout */
+	int ldl;              /* head stride of lse */
+};
+size_t attention_block_scratch_floats(int Tq, int Tk);
+void attention_block_forward(float *out, float *lse, const float *q, const float *k, const float *v,
+                             float *scratch, const struct att_block *blk);
+void attention_block_backward(float *dq, float *dk, float *dv, const float *dout,
+                              const float *out, const float *lse, const float *q, const float *k,
+                              const float *v, float *scratch, const struct att_block *blk);
+
 /* ---- activations ------------------------------------------------------------------------
  * SwiGLU (Shazeer 2020): out = silu(gate) * up, with gate and up side by side in one row
  * (the fused gate|up projection). GeLU with the tanh approximation (Hendrycks & Gimpel 2016).

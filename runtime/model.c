@@ -1,11 +1,17 @@
-/* model — the parameter and activation tables, deterministic initialisation, AdamW over the
- * flat buffers, and the FLOP count. The forward and backward passes are in model_pass.c. */
+/* model — the parameter and activation tables (of the single-rank model or of one rank's
+ * shard), deterministic initialisation, the shard <-> single-rank layout mapping, AdamW over
+ * the flat buffers with the global gradient norm, and the FLOP count. The forward and
+ * backward passes are in model_pass.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/cpu.h"
+#include "runtime/cp.h"
+#include "runtime/ep.h"
 #include "runtime/model.h"
+#include "runtime/tp.h"
+#include "runtime/zero.h"
 #include "sim/util.h"
 
 void llama_opts_default(struct llama_opts *o)
@@ -54,34 +60,63 @@ static int check_config(const struct model *c, char *err)
 	return 0;
 }
 
+#define NOPE ((size_t)-1)
+
 /* ---- parameter table ---------------------------------------------------------------- */
 
-struct spec_builder { struct param_spec *s; int n, cap; size_t off; };
+/* How tensor parallelism cuts a tensor: by rows (output features, vocabulary), by columns
+ * (input features), or not at all. */
+enum tp_cut { CUT_NONE, CUT_ROWS, CUT_COLS };
+
+/* Every tensor of the single-rank model is visited (gid, goff count them all); the held ones
+ * get a local spec (n, off). */
+struct spec_builder { struct param_spec *s; int n, gid, hold, tp, tr; size_t off, goff; };
 
 static size_t add_param(struct spec_builder *b, const char *name, int layer, int expert, int rows, int cols,
-                        enum shard_kind shard, enum init_kind init, float std)
+                        enum shard_kind shard, enum tp_cut cut, enum init_kind init, float std)
 {
+	const int gid = b->gid++;
+	const size_t goff = b->goff;
+	b->goff += (size_t)rows * cols;
+	if (!b->hold) return NOPE;
+	const int lr = cut == CUT_ROWS ? rows / b->tp : rows, lc = cut == CUT_COLS ? cols / b->tp : cols;
 	if (b->s) {
 		struct param_spec *p = &b->s[b->n];
 		snprintf(p->name, sizeof p->name, "%s", name);
 		p->layer = layer;
 		p->expert = expert;
 		p->offset = b->off;
-		p->numel = (size_t)rows * cols;
-		p->rows = rows;
-		p->cols = cols;
+		p->numel = (size_t)lr * lc;
+		p->rows = lr;
+		p->cols = lc;
 		p->shard = shard;
 		p->decay = rows > 1;
 		p->init = init;
 		p->init_std = init == INIT_NORMAL ? std : 0.0f;
+		p->seq_partial = shard == SHARD_REPLICATED && init == INIT_ONES;
+		p->gid = gid;
+		p->goffset = goff;
+		p->grows = rows;
+		p->gcols = cols;
+		p->row0 = cut == CUT_ROWS ? b->tr * lr : 0;
+		p->col0 = cut == CUT_COLS ? b->tr * lc : 0;
 	}
 	size_t at = b->off;
 	b->n++;
-	b->off += (size_t)rows * cols;
+	b->off += (size_t)lr * lc;
 	return at;
 }
 
-#define NOPE ((size_t)-1)
+/* Column-parallel weights are cut by rows, their biases (1, out) by columns. */
+static enum tp_cut cut_of(enum shard_kind k, int rows)
+{
+	switch (k) {
+	case SHARD_COLUMN: return rows > 1 ? CUT_ROWS : CUT_COLS;
+	case SHARD_ROW: return CUT_COLS;
+	case SHARD_VOCAB: return CUT_ROWS;
+	default: return CUT_NONE;
+	}
+}
 
 /* Called twice: once to count (b->s == NULL), once to fill. */
 static void build_specs(struct llama *m, struct spec_builder *b)
@@ -90,12 +125,17 @@ static void build_specs(struct llama *m, struct spec_builder *b)
 	const int C = c->hidden, d = c->head_dim, q = c->heads * d, kv = c->kv_heads * d;
 	const float std = m->opts.init_std, ostd = std / sqrtf(2.0f * c->layers); /* GPT-2 */
 	char nm[48];
-	m->embed = add_param(b, "embed", -1, -1, c->vocab, C, SHARD_VOCAB, INIT_NORMAL, std);
+	b->tp = m->tp_size;
+	b->tr = m->tp_rank;
+	/* a head stage of a tied model keeps its own copy of the embedding (Megatron) */
+	b->hold = m->has_embed || (c->tied && m->has_head);
+	m->embed = add_param(b, "embed", -1, -1, c->vocab, C, SHARD_VOCAB, CUT_ROWS, INIT_NORMAL, std);
 	for (int l = 0; l < c->layers; l++) {
 		struct llama_layer_offsets o = {NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE};
+		b->hold = m->held[l];
 #define P(field, suffix, r, cc, shard, init, sd) do { \
 	snprintf(nm, sizeof nm, "layers.%d.%s", l, suffix); \
-	size_t at_ = add_param(b, nm, l, -1, r, cc, shard, init, sd); \
+	size_t at_ = add_param(b, nm, l, -1, r, cc, shard, cut_of(shard, r), init, sd); \
 	if (field == NOPE) field = at_; \
 } while (0)
 		P(o.attn_norm, "attn_norm", 1, C, SHARD_REPLICATED, INIT_ONES, 0);
@@ -124,13 +164,16 @@ static void build_specs(struct llama *m, struct spec_builder *b)
 			P(o.router, "router", c->moe_experts, C, SHARD_REPLICATED, INIT_NORMAL, std);
 			for (int e = 0; e < c->moe_experts; e++) {
 				static const char *const part[3] = {"gate", "up", "down"};
+				b->hold = m->held[l] && e >= m->expert0 && e < m->expert0 + m->experts_local;
 				for (int i = 0; i < 3; i++) {
+					/* expert tensor parallelism = tp: gate, up by rows, down by columns */
 					snprintf(nm, sizeof nm, "layers.%d.experts.%d.%s", l, e, part[i]);
 					size_t at = add_param(b, nm, l, e, i < 2 ? Fe : C, i < 2 ? C : Fe, SHARD_EXPERT,
-					                      INIT_NORMAL, i < 2 ? std : ostd);
+					                      i < 2 ? CUT_ROWS : CUT_COLS, INIT_NORMAL, i < 2 ? std : ostd);
 					if (o.experts == NOPE) o.experts = at;
 				}
 			}
+			b->hold = m->held[l];
 			if (Fs > 0) {
 				P(o.shared_in, "shared.gate", Fs, C, SHARD_COLUMN, INIT_NORMAL, std);
 				P(o.shared_in, "shared.up", Fs, C, SHARD_COLUMN, INIT_NORMAL, std);
@@ -140,8 +183,10 @@ static void build_specs(struct llama *m, struct spec_builder *b)
 #undef P
 		if (b->s) m->layer[l] = o;
 	}
-	m->final_norm = add_param(b, "final_norm", -1, -1, 1, C, SHARD_REPLICATED, INIT_ONES, 0);
-	m->lm_head = c->tied ? m->embed : add_param(b, "lm_head", -1, -1, c->vocab, C, SHARD_VOCAB, INIT_NORMAL, std);
+	b->hold = m->has_head;
+	m->final_norm = add_param(b, "final_norm", -1, -1, 1, C, SHARD_REPLICATED, CUT_NONE, INIT_ONES, 0);
+	m->lm_head = c->tied ? m->embed
+	                     : add_param(b, "lm_head", -1, -1, c->vocab, C, SHARD_VOCAB, CUT_ROWS, INIT_NORMAL, std);
 }
 
 /* ---- initialisation: counter-based, so any slice can be produced on its own ---------- */
@@ -160,7 +205,7 @@ void llama_param_init(const struct llama *m, int spec, size_t begin, size_t coun
 		for (size_t i = 0; i < count; i++) dst[i] = s->init == INIT_ONES ? 1.0f : 0.0f;
 		return;
 	}
-	const uint64_t key = mix64(m->opts.seed ^ mix64(0x5ca1e9ull + (uint64_t)spec));
+	const uint64_t key = mix64(m->opts.seed ^ mix64(0x5ca1e9ull + (uint64_t)s->gid));
 	for (size_t i = 0; i < count; i++) {
 		/* Box–Muller on two 24-bit uniforms; u1 in (0, 1] keeps the log finite */
 		uint64_t r = mix64(key + (begin + i) * 0x9e3779b97f4a7c15ull);
@@ -169,11 +214,19 @@ void llama_param_init(const struct llama *m, int spec, size_t begin, size_t coun
 	}
 }
 
+void llama_par_default(struct llama_par *p)
+{
+	memset(p, 0, sizeof *p);
+	p->has_embed = 1;
+	p->has_head = 1;
+}
+
 void llama_destroy(struct llama *m)
 {
 	if (!m) return;
 	free(m->specs);
 	free(m->layer);
+	free(m->held);
 	free(m->params);
 	free(m->grads);
 	free(m->m);
@@ -181,38 +234,132 @@ void llama_destroy(struct llama *m)
 	free(m);
 }
 
+/* The shard's shape: TP degree and rank, local widths, held layers; checks divisibility. */
+static int set_shard(struct llama *m, const struct llama_par *p, char *err)
+{
+	const struct model *c = &m->cfg;
+	const int tp = p->tp ? comm_size(p->tp) : 1;
+	const int cp = p->cp ? comm_size(p->cp) : 1, ep = p->ep ? comm_size(p->ep) : 1;
+	if (ep > 1 && (!model_is_moe(c) || c->moe_experts % ep))
+		return errf(err, "model %s: ep (%d) must divide moe_experts (%d)", c->name, ep, c->moe_experts);
+	if (ep > 1 && tp > 1)
+		return errf(err, "model %s: expert parallelism with tp (%d) > 1 is not supported", c->name, tp);
+	m->cp = cp > 1 ? p->cp : NULL;
+	m->cp_size = cp;
+	m->cp_rank = cp > 1 ? comm_rank(p->cp) : 0;
+	m->ep = ep > 1 ? p->ep : NULL;
+	m->ep_size = ep;
+	m->ep_rank = ep > 1 ? comm_rank(p->ep) : 0;
+	m->experts_local = c->moe_experts / ep;
+	m->expert0 = m->ep_rank * m->experts_local;
+	if ((p->expert_begin || p->expert_end) &&
+	    (p->expert_begin != m->expert0 || p->expert_end != m->expert0 + m->experts_local))
+		return errf(err, "model %s: expert range [%d, %d) is not ep rank %d's [%d, %d)", c->name, p->expert_begin,
+		            p->expert_end, m->ep_rank, m->expert0, m->expert0 + m->experts_local);
+	if (c->heads % tp || c->kv_heads % tp)
+		return errf(err, "model %s: tp (%d) must divide heads (%d) and kv_heads (%d)", c->name, tp, c->heads, c->kv_heads);
+	if (c->vocab % tp) return errf(err, "model %s: tp (%d) does not divide vocab (%d)", c->name, tp, c->vocab);
+	if (model_is_moe(c) && c->moe_ffn_hidden % tp)
+		return errf(err, "model %s: tp (%d) does not divide moe_ffn_hidden (%d)", c->name, tp, c->moe_ffn_hidden);
+	for (int l = 0; l < c->layers; l++)
+		if (!model_layer_is_moe(c, l) && c->ffn_hidden % tp)
+			return errf(err, "model %s: tp (%d) does not divide ffn_hidden (%d)", c->name, tp, c->ffn_hidden);
+	if (p->n_ranges < 0 || (p->n_ranges > 0 && !p->ranges))
+		return errf(err, "model %s: n_ranges (%d) needs that many layer ranges", c->name, p->n_ranges);
+	m->tp = tp > 1 ? p->tp : NULL;
+	m->tp_size = tp;
+	m->tp_rank = tp > 1 ? comm_rank(p->tp) : 0;
+	m->sp = tp > 1 && p->sp;
+	m->has_embed = p->has_embed != 0;
+	m->has_head = p->has_head != 0;
+	m->heads_local = c->heads / tp;
+	m->kv_heads_local = c->kv_heads / tp;
+	m->ffn_local = c->ffn_hidden / tp;
+	m->moe_ffn_local = c->moe_ffn_hidden / tp;
+	m->vocab_local = c->vocab / tp;
+	m->vocab0 = m->tp_rank * m->vocab_local;
+	for (int l = 0; l < c->layers; l++) m->held[l] = p->n_ranges == 0;
+	for (int i = 0; i < p->n_ranges; i++) {
+		const struct llama_layer_range *r = &p->ranges[i];
+		if (r->begin < 0 || r->begin >= r->end || r->end > c->layers)
+			return errf(err, "model %s: layer range %d [%d, %d) must satisfy 0 <= begin < end <= layers (%d)",
+			            c->name, i, r->begin, r->end, c->layers);
+		for (int l = r->begin; l < r->end; l++) {
+			if (m->held[l]) return errf(err, "model %s: layer range %d [%d, %d) overlaps another at layer %d",
+			                            c->name, i, r->begin, r->end, l);
+			m->held[l] = 1;
+		}
+	}
+	return 0;
+}
+
+/* A local block of a tensor, row by row from the single-rank tensor's counter stream. */
+static void init_block(const struct llama *m, int i)
+{
+	const struct param_spec *s = &m->specs[i];
+	float *dst = m->params + s->offset;
+	if (s->cols == s->gcols) {
+		llama_param_init(m, i, (size_t)s->row0 * s->gcols, s->numel, dst);
+		return;
+	}
+	for (int r = 0; r < s->rows; r++)
+		llama_param_init(m, i, (size_t)(s->row0 + r) * s->gcols + s->col0, (size_t)s->cols, dst + (size_t)r * s->cols);
+}
+
 int llama_create(struct llama **out, const struct model *cfg, const struct llama_opts *o, char *err)
+{
+	return llama_create_par(out, cfg, o, NULL, err);
+}
+
+int llama_create_par(struct llama **out, const struct model *cfg, const struct llama_opts *o,
+                     const struct llama_par *par, char *err)
 {
 	*out = NULL;
 	if (check_config(cfg, err)) return -1;
+	struct llama_par single;
+	if (!par) {
+		llama_par_default(&single);
+		par = &single;
+	}
 	struct llama *m = calloc(1, sizeof *m);
 	if (!m) return errf(err, "model %s: out of memory", cfg->name);
 	m->cfg = *cfg;
 	if (o) m->opts = *o;
 	else llama_opts_default(&m->opts);
+	m->held = calloc((size_t)cfg->layers, 1);
+	if (!m->held) {
+		llama_destroy(m);
+		return errf(err, "model %s: out of memory", cfg->name);
+	}
+	if (set_shard(m, par, err)) {
+		llama_destroy(m);
+		return -1;
+	}
 	struct spec_builder b = {0};
 	build_specs(m, &b);
 	m->n_specs = b.n;
 	m->n_params = b.off;
-	m->specs = calloc((size_t)b.n, sizeof *m->specs);
+	m->n_specs_full = b.gid;
+	m->n_params_full = b.goff;
+	m->specs = calloc((size_t)(b.n ? b.n : 1), sizeof *m->specs);
 	m->layer = calloc((size_t)cfg->layers, sizeof *m->layer);
-	m->params = malloc(sizeof(float) * m->n_params);
-	m->grads = malloc(sizeof(float) * m->n_params);
-	m->m = malloc(sizeof(float) * m->n_params);
-	m->v = malloc(sizeof(float) * m->n_params);
+	const size_t np = m->n_params ? m->n_params : 1;
+	m->params = malloc(sizeof(float) * np);
+	m->grads = malloc(sizeof(float) * np);
+	m->m = malloc(sizeof(float) * np);
+	m->v = malloc(sizeof(float) * np);
 	if (!m->specs || !m->layer || !m->params || !m->grads || !m->m || !m->v) {
 		errf(err, "model %s: out of memory for %zu parameters", cfg->name, m->n_params);
 		llama_destroy(m);
 		return -1;
 	}
 	/* explicit zeroing touches every page now rather than inside the first step */
-	memset(m->grads, 0, sizeof(float) * m->n_params);
-	memset(m->m, 0, sizeof(float) * m->n_params);
-	memset(m->v, 0, sizeof(float) * m->n_params);
-	b = (struct spec_builder){m->specs, 0, 0, 0};
+	memset(m->grads, 0, sizeof(float) * np);
+	memset(m->m, 0, sizeof(float) * np);
+	memset(m->v, 0, sizeof(float) * np);
+	b = (struct spec_builder){.s = m->specs};
 	build_specs(m, &b);
-	for (int i = 0; i < m->n_specs; i++)
-		llama_param_init(m, i, 0, m->specs[i].numel, m->params + m->specs[i].offset);
+	for (int i = 0; i < m->n_specs; i++) init_block(m, i);
 	*out = m;
 	return 0;
 }
@@ -222,11 +369,73 @@ void llama_zero_grad(struct llama *m)
 	memset(m->grads, 0, sizeof(float) * m->n_params);
 }
 
-float llama_step(struct llama *m, const struct adamw_opts *o)
+/* ---- shard <-> single-rank layout ---------------------------------------------------- */
+
+size_t llama_full_index(const struct llama *m, int spec, size_t i)
 {
-	float sumsq = 0.0f;
-	grad_sumsq(&sumsq, m->grads, m->n_params);
-	const float scale = grad_clip_factor(sumsq, o->max_grad_norm);
+	const struct param_spec *s = &m->specs[spec];
+	const size_t r = i / (size_t)s->cols, c = i % (size_t)s->cols;
+	return s->goffset + (s->row0 + r) * (size_t)s->gcols + s->col0 + c;
+}
+
+/* Whether this rank contributes tensor s to sums over the model-parallel groups. */
+static int owns(const struct llama *m, const struct param_spec *s)
+{
+	if (s->shard == SHARD_REPLICATED && m->tp_rank != 0) return 0;
+	if (s->shard != SHARD_EXPERT && m->ep_rank != 0) return 0; /* held by every EP rank */
+	if (s->offset == m->embed && !m->has_embed) return 0; /* a head stage's tied copy */
+	return 1;
+}
+
+void llama_local_to_full(const struct llama *m, const float *local, float *full, int owned)
+{
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		if (owned && !owns(m, s)) continue;
+		for (int r = 0; r < s->rows; r++)
+			memcpy(full + llama_full_index(m, i, (size_t)r * s->cols), local + s->offset + (size_t)r * s->cols,
+			       sizeof(float) * (size_t)s->cols);
+	}
+}
+
+void llama_full_to_local(const struct llama *m, const float *full, float *local)
+{
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		for (int r = 0; r < s->rows; r++)
+			memcpy(local + s->offset + (size_t)r * s->cols, full + llama_full_index(m, i, (size_t)r * s->cols),
+			       sizeof(float) * (size_t)s->cols);
+	}
+}
+
+int llama_gather_full(const struct llama *m, const float *local, float *full, struct comm *const *groups,
+                      int ngroups, char *err)
+{
+	memset(full, 0, sizeof(float) * m->n_params_full);
+	llama_local_to_full(m, local, full, 1);
+	if (m->tp && comm_allreduce(m->tp, full, full, m->n_params_full, COMM_F32, err)) return -1;
+	if (m->ep && comm_allreduce(m->ep, full, full, m->n_params_full, COMM_F32, err)) return -1;
+	for (int i = 0; i < ngroups; i++)
+		if (groups[i] && comm_size(groups[i]) > 1 &&
+		    comm_allreduce(groups[i], full, full, m->n_params_full, COMM_F32, err))
+			return -1;
+	return 0;
+}
+
+/* ---- gradients and the optimizer --------------------------------------------------- */
+
+int llama_grads_finish(struct llama *m, char *err)
+{
+	if (!m->sp) return 0;
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		if (s->seq_partial && tp_allreduce(m->tp, m->grads + s->offset, s->numel, err)) return -1;
+	}
+	return 0;
+}
+
+static void adamw_all(struct llama *m, const struct adamw_opts *o, float scale)
+{
 	m->step++;
 	for (int i = 0; i < m->n_specs; i++) {
 		const struct param_spec *s = &m->specs[i];
@@ -234,7 +443,43 @@ float llama_step(struct llama *m, const struct adamw_opts *o)
 		           s->numel, o->lr, o->beta1, o->beta2, o->eps, s->decay ? o->weight_decay : 0.0f,
 		           m->step, scale);
 	}
+}
+
+float llama_step(struct llama *m, const struct adamw_opts *o)
+{
+	float sumsq = 0.0f;
+	grad_sumsq(&sumsq, m->grads, m->n_params);
+	adamw_all(m, o, grad_clip_factor(sumsq, o->max_grad_norm));
 	return sqrtf(sumsq);
+}
+
+double llama_grad_sumsq(const struct llama *m)
+{
+	double sq = 0.0;
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		if (!owns(m, s)) continue;
+		const float *g = m->grads + s->offset;
+		for (size_t j = 0; j < s->numel; j++) sq += (double)g[j] * g[j];
+	}
+	return sq;
+}
+
+int llama_step_par(struct llama *m, const struct adamw_opts *o, struct comm *const *groups, int ngroups,
+                   float *norm, char *err)
+{
+	struct comm *all[8];
+	int n = 0;
+	if (ngroups > 6) return errf(err, "model %s: at most 6 groups for the gradient norm", m->cfg.name);
+	all[n++] = m->tp;
+	all[n++] = m->ep;
+	for (int i = 0; i < ngroups; i++) all[n++] = groups[i];
+	double nrm;
+	if (grad_norm_global(llama_grad_sumsq(m), all, n, &nrm, err)) return -1;
+	/* the clipping factor exactly as llama_step computes it from a float sum of squares */
+	adamw_all(m, o, grad_clip_factor((float)(nrm * nrm), o->max_grad_norm));
+	if (norm) *norm = (float)nrm;
+	return 0;
 }
 
 double llama_step_flops(const struct model *c, int B, int T)
@@ -281,11 +526,15 @@ static void act(struct act_builder *b, const char *name, int layer, size_t numel
 static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_builder *b, int set)
 {
 	const struct model *c = &m->cfg;
-	const size_t N = (size_t)a->N, C = (size_t)c->hidden, d = (size_t)c->head_dim;
-	const size_t q = (size_t)c->heads * d, qkv = q + 2 * (size_t)c->kv_heads * d;
+	/* N: tokens of the whole sequence; Nl: residual-stream tokens; widths are the shard's */
+	const size_t N = (size_t)a->N, Nl = (size_t)a->Nl, C = (size_t)c->hidden, d = (size_t)c->head_dim;
+	const size_t H = (size_t)m->heads_local, q = H * d, qkv = q + 2 * (size_t)m->kv_heads_local * d;
 	const size_t E = (size_t)c->moe_experts, k = (size_t)c->moe_topk, NK = N * k;
-	const size_t Fe = (size_t)c->moe_ffn_hidden, Fs = Fe * (size_t)c->moe_shared_experts;
-	size_t Fmax = (size_t)c->ffn_hidden > Fs ? (size_t)c->ffn_hidden : Fs;
+	const size_t Fe = (size_t)m->moe_ffn_local, Fs = Fe * (size_t)c->moe_shared_experts;
+	const size_t Fd = (size_t)m->ffn_local;
+	size_t Fmax = Fd > Fs ? Fd : Fs;
+	int first = 0; /* without split_w, every layer's W-pass inputs live in the first held layer's */
+	while (first < c->layers && !m->held[first]) first++;
 #define F(name, layer, numel, field) do { act(b, name, layer, numel, 0); \
 	if (set) field = a->slab + b->s[b->n - 1].offset; } while (0)
 #define I(name, layer, numel, field) do { act(b, name, layer, numel, 1); \
@@ -293,29 +542,29 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 	I("tokens", -1, N, a->tokens);
 	I("targets", -1, N, a->targets);
 	F("rope_tab", -1, (size_t)a->T * d, a->rope_tab);
-	F("res", -1, ((size_t)c->layers + 1) * N * C, a->res);
+	F("res", -1, ((size_t)c->layers + 1) * Nl * C, a->res);
 	for (int l = 0; l < c->layers; l++) {
+		if (!m->held[l]) continue;
 		struct llama_layer_acts *L = &a->l[l];
-		/* weight-gradient inputs: per layer when split_w, else all layers share layer 0's */
-		struct llama_layer_acts *G = a->split_w ? L : &a->l[0];
-		int own = a->split_w || l == 0;
+		struct llama_layer_acts *G = a->split_w ? L : &a->l[first];
+		int own = a->split_w || l == first;
 		F("ln1", l, N * C, L->ln1);
-		F("rstd1", l, N, L->rstd1);
+		F("rstd1", l, Nl, L->rstd1);
 		F("qkv", l, N * qkv, L->qkv);
 		F("att", l, N * q, L->att);
-		F("lse", l, N * (size_t)c->heads, L->lse);
-		F("mid", l, N * C, L->mid);
+		F("lse", l, N * H, L->lse);
+		F("mid", l, Nl * C, L->mid);
 		F("ln2", l, N * C, L->ln2);
-		F("rstd2", l, N, L->rstd2);
+		F("rstd2", l, Nl, L->rstd2);
 		if (own) {
 			F("d_qkv", l, N * qkv, G->d_qkv);
 			F("d_ao", l, N * C, G->d_ao);
 			F("d_mo", l, N * C, G->d_mo);
 		}
 		if (!model_layer_is_moe(c, l)) {
-			size_t w = c->mlp == MLP_SWIGLU ? 2 * (size_t)c->ffn_hidden : (size_t)c->ffn_hidden;
+			size_t w = c->mlp == MLP_SWIGLU ? 2 * Fd : Fd;
 			F("pre", l, N * w, L->pre);
-			F("h", l, N * (size_t)c->ffn_hidden, L->h);
+			F("h", l, N * Fd, L->h);
 			if (a->split_w) F("d_pre", l, N * w, L->d_pre);
 		} else {
 			F("rlogits", l, N * E, L->rlogits);
@@ -341,7 +590,7 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 				if (Fs) F("d_sgu", l, N * 2 * Fs, L->d_sgu);
 			}
 		}
-		if (!a->split_w && set && l > 0) {
+		if (!a->split_w && set && l != first) {
 			L->d_qkv = G->d_qkv;
 			L->d_ao = G->d_ao;
 			L->d_mo = G->d_mo;
@@ -367,11 +616,11 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 			}
 	}
 	F("lnf", -1, N * C, a->lnf);
-	F("rstdf", -1, N, a->rstdf);
-	F("logits", -1, N * (size_t)c->vocab, a->logits);
+	F("rstdf", -1, Nl, a->rstdf);
+	F("logits", -1, N * (size_t)m->vocab_local, a->logits);
 	F("losses", -1, N, a->losses);
 	F("lse_ce", -1, N, a->lse_ce);
-	F("dres", -1, N * C, a->dres);
+	F("dres", -1, Nl * C, a->dres);
 	F("dln", -1, N * C, a->dln);
 	F("datt", -1, N * q, a->datt);
 	F("dh", -1, N * Fmax, a->dh);
@@ -380,7 +629,14 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 		F("dhe", -1, NK * Fe, a->dhe);
 		F("dtopw", -1, NK, a->dtopw);
 	}
-	F("att_scratch", -1, attention_scratch_floats(a->B, a->T, c->heads), a->att_scratch);
+	size_t att = attention_scratch_floats(a->B, a->T, (int)H);
+	if (m->cp_size > 1) att = cp_attention_scratch_floats(a->B, a->T, (int)H, m->kv_heads_local, (int)d);
+	F("att_scratch", -1, att, a->att_scratch);
+	if (m->cp_size > 1 && E) F("moe_stats", -1, 2 * E, a->moe_stats);
+	if (m->tp_size > 1) {
+		F("tp_buf", -1, N * C, a->tp_buf);
+		F("ce_scratch", -1, tp_ce_scratch_floats(a->N, m->tp_size), a->ce_scratch);
+	}
 #undef F
 #undef I
 }
@@ -388,6 +644,9 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 void llama_acts_destroy(struct llama_acts *a)
 {
 	if (!a) return;
+	if (a->ep)
+		for (int l = 0; l < a->n_layers; l++) ep_batch_destroy(a->ep[l]);
+	free(a->ep);
 	free(a->specs);
 	free(a->l);
 	free(a->slab);
@@ -395,16 +654,55 @@ void llama_acts_destroy(struct llama_acts *a)
 	free(a);
 }
 
+/* Context parallelism: rows at their zig-zag positions; expert parallelism: one exchange per
+ * held MoE layer. */
+static int acts_parallel(const struct llama *m, struct llama_acts *a, char *err)
+{
+	const struct model *c = &m->cfg;
+	if (m->ep_size > 1) {
+		a->ep = calloc((size_t)c->layers, sizeof *a->ep);
+		if (!a->ep) return errf(err, "activations: out of memory");
+		for (int l = 0; l < c->layers; l++)
+			if (m->held[l] && model_layer_is_moe(c, l) &&
+			    ep_batch_create(&a->ep[l], m->ep, a->N, c->moe_experts, c->moe_topk, c->hidden, m->moe_ffn_local, err))
+				return -1;
+	}
+	if (m->cp_size == 1) {
+		rope_table(a->rope_tab, NULL, a->T, c->head_dim, c->rope_theta);
+		return 0;
+	}
+	int *pos = malloc(sizeof(int) * (size_t)a->T);
+	if (!pos) return errf(err, "activations: out of memory");
+	int rc = cp_positions(pos, a->T_seq, m->cp_size, m->cp_rank, err);
+	if (!rc) rope_table(a->rope_tab, pos, a->T, c->head_dim, c->rope_theta);
+	free(pos);
+	return rc;
+}
+
 int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int T, int split_w, char *err)
 {
 	*out = NULL;
 	if (B <= 0 || T <= 0) return errf(err, "activations: B (%d) and T (%d) must be positive", B, T);
+	if (T % (2 * m->cp_size) && m->cp_size > 1)
+		return errf(err, "activations: context parallelism needs 2*cp (%d) to divide T (%d)", 2 * m->cp_size, T);
 	struct llama_acts *a = calloc(1, sizeof *a);
 	if (!a) return errf(err, "activations: out of memory");
 	a->B = B;
-	a->T = T;
-	a->N = B * T;
+	a->T_seq = T;
+	a->T = T / m->cp_size;
+	a->N = B * a->T;
+	a->n_layers = m->cfg.layers;
 	a->split_w = split_w != 0;
+	a->Nl = a->N;
+	if (m->sp) {
+		if (a->N % m->tp_size) {
+			errf(err, "activations: sequence parallelism needs tp (%d) to divide B*T/cp (%d)", m->tp_size, a->N);
+			free(a);
+			return -1;
+		}
+		a->Nl = a->N / m->tp_size;
+		a->n0 = m->tp_rank * a->Nl;
+	}
 	a->l = calloc((size_t)m->cfg.layers, sizeof *a->l);
 	struct act_builder b = {0};
 	if (a->l) walk_acts(m, a, &b, 0);
@@ -423,7 +721,10 @@ int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int
 	memset(a->islab, 0, sizeof(int) * (b.ni ? b.ni : 1));
 	b = (struct act_builder){.s = a->specs};
 	walk_acts(m, a, &b, 1);
-	rope_table(a->rope_tab, NULL, T, m->cfg.head_dim, m->cfg.rope_theta);
+	if (acts_parallel(m, a, err)) {
+		llama_acts_destroy(a);
+		return -1;
+	}
 	a->dloss = 1.0f;
 	*out = a;
 	return 0;

@@ -3,16 +3,34 @@
  *   mid = res + Wo·attn(rope(Wqkv·rmsnorm(res)))
  *   out = mid + mlp(rmsnorm(mid))        (dense SwiGLU/GeLU, or routed experts + shared)
  * Each block's backward is split in the input-gradient pass (B), which carries the residual
- * gradient down, and the weight-gradient pass (W), which only reads what B left behind. */
+ * gradient down, and the weight-gradient pass (W), which only reads what B left behind.
+ *
+ * On a tensor-parallel shard (runtime/tp.h) the same calls run on local widths, with the
+ * collectives of Megatron-LM around them: the norms run on the Nl residual tokens, their
+ * output is all-gathered along the sequence with SP (identity without) before the column-
+ * parallel linears, and the row-parallel outputs are reduced (reduce-scatter with SP,
+ * all-reduce without) before the residual add; backward mirrors each. MoE layers route every
+ * one of the N tokens on every rank (the router is replicated) and split each expert like
+ * the dense MLP. With tp == 1 every collective is skipped and the arithmetic, in the same
+ * order, is that of the single-rank model. All collectives are in B passes, none in W.
+ * Context parallelism replaces attention by ring attention over the zig-zag rows and makes
+ * the loss and the load-balancing loss those of whole sequences; expert parallelism replaces
+ * the local experts by runtime/ep's dispatch, expert MLPs and combine. */
+#include <stdio.h>
 #include <string.h>
 #include "kernels/cpu.h"
+#include "runtime/cp.h"
+#include "runtime/ep.h"
 #include "runtime/model.h"
+#include "runtime/tp.h"
 
 #define NOPE ((size_t)-1)
 #define PW(off) (m->params + (off))
 #define GW(off) (m->grads + (off))
 
-struct dims { int B, T, N, C, H, Hkv, d, q, qkv, V, E, k, Fe, Fs; float eps; };
+/* Local widths: H, Hkv, q, qkv, V, F, Fe, Fs are this shard's; N the whole sequence's tokens,
+ * Nl and n0 the residual stream's. */
+struct dims { int B, T, N, Nl, n0, C, H, Hkv, d, q, qkv, V, F, E, k, Fe, Fs; float eps; };
 
 static struct dims dims_of(const struct llama *m, const struct llama_acts *a)
 {
@@ -21,17 +39,20 @@ static struct dims dims_of(const struct llama *m, const struct llama_acts *a)
 	s.B = a->B;
 	s.T = a->T;
 	s.N = a->N;
+	s.Nl = a->Nl;
+	s.n0 = a->n0;
 	s.C = c->hidden;
-	s.H = c->heads;
-	s.Hkv = c->kv_heads;
+	s.H = m->heads_local;
+	s.Hkv = m->kv_heads_local;
 	s.d = c->head_dim;
 	s.q = s.H * s.d;
 	s.qkv = (s.H + 2 * s.Hkv) * s.d;
-	s.V = c->vocab;
+	s.V = m->vocab_local;
+	s.F = m->ffn_local;
 	s.E = c->moe_experts;
 	s.k = c->moe_topk;
-	s.Fe = c->moe_ffn_hidden;
-	s.Fs = c->moe_ffn_hidden * c->moe_shared_experts;
+	s.Fe = m->moe_ffn_local;
+	s.Fs = m->moe_ffn_local * c->moe_shared_experts;
 	s.eps = (float)c->norm_eps;
 	return s;
 }
@@ -43,39 +64,135 @@ static void add_into(float *y, const float *x, size_t n)
 
 static float *expert_gu(const struct llama *m, float *base, int l, int e)
 {
-	return base + m->layer[l].experts + (size_t)e * 3 * m->cfg.moe_ffn_hidden * m->cfg.hidden;
+	return base + m->layer[l].experts + (size_t)(e - m->expert0) * 3 * m->moe_ffn_local * m->cfg.hidden;
+}
+
+/* ---- tensor-parallel steps; each is a no-op when tp == 1 and once a collective failed ---- */
+
+static void fail(struct llama_acts *a, int rc)
+{
+	if (rc) a->failed = 1;
+}
+
+/* Before column-parallel linears: rows [n0, n0 + Nl) of full (N, w) are this rank's; with
+ * SP gather the others' (the identity without SP, where Nl == N). */
+static void seq_gather(const struct llama *m, struct llama_acts *a, float *full, int w)
+{
+	if (!m->sp || a->failed) return;
+	fail(a, tp_seq_gather(m->tp, full, (size_t)a->Nl * w, a->err));
+}
+
+/* Where a row-parallel linear writes its (N, C) partial sums so that reduce_out can put the
+ * sum at `out`: a scratch under SP (the reduce-scatter needs two buffers), else out itself. */
+static float *partial_for(const struct llama *m, struct llama_acts *a, float *out)
+{
+	return m->sp ? a->tp_buf : out;
+}
+
+/* After row-parallel linears: partial (N, C) -> out (Nl, C). */
+static void reduce_out(const struct llama *m, struct llama_acts *a, float *partial, float *out)
+{
+	if (m->tp_size == 1 || a->failed) return;
+	fail(a, tp_reduce(m->tp, m->sp, partial, out, (size_t)a->N * m->cfg.hidden, a->err));
+}
+
+/* Backward of seq_gather: the (N, C) gradient of a norm's output, a partial sum per rank
+ * (the column-parallel linears each saw 1/tp of the features), becomes the (Nl, C) gradient of
+ * this rank's tokens; returns where it is. */
+static float *reduce_in(const struct llama *m, struct llama_acts *a, float *dpart)
+{
+	if (m->tp_size == 1 || a->failed) return dpart;
+	float *out = m->sp ? a->tp_buf : dpart;
+	fail(a, tp_reduce(m->tp, m->sp, dpart, out, (size_t)a->N * m->cfg.hidden, a->err));
+	return out;
+}
+
+/* Backward of reduce_out: the residual gradient (Nl, C) as the whole sequence's (N, C). */
+static void gather_grad(const struct llama *m, struct llama_acts *a, float *full, const float *dres)
+{
+	const size_t C = (size_t)m->cfg.hidden;
+	memcpy(full + (size_t)a->n0 * C, dres, sizeof(float) * (size_t)a->Nl * C);
+	seq_gather(m, a, full, (int)C);
+}
+
+/* A pass over a part this shard does not hold is refused (a->failed, a->err), not run; every
+ * rank of a TP, CP or EP group holds the same parts, so all of them refuse together. */
+static int refused(const struct llama *m, struct llama_acts *a, int l /* -1 embedding, -2 head */)
+{
+	const int ok = l == -1 ? m->embed != NOPE : l == -2 ? m->has_head : l >= 0 && l < m->cfg.layers && m->held[l];
+	if (ok) return 0;
+	if (!a->failed) {
+		if (l < 0) snprintf(a->err, sizeof a->err, "model pass: this shard holds no %s", l == -1 ? "embedding" : "head");
+		else snprintf(a->err, sizeof a->err, "model pass: this shard does not hold layer %d", l);
+	}
+	a->failed = 1;
+	return 1;
 }
 
 /* ---- forward ---------------------------------------------------------------------- */
 
+/* Vocab-parallel embedding: each rank looks up the tokens in its vocabulary rows (zero rows
+ * for the others') and the sum over ranks is the full lookup. */
 void llama_embed_forward(const struct llama *m, struct llama_acts *a, const int *tokens)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, -1)) return;
 	memcpy(a->tokens, tokens, sizeof(int) * (size_t)s.N);
-	embedding_forward(a->res, a->tokens, PW(m->embed), s.N, s.C, 0, s.V);
+	float *part = partial_for(m, a, a->res);
+	embedding_forward(part, a->tokens, PW(m->embed), s.N, s.C, m->vocab0, s.V);
+	reduce_out(m, a, part, a->res);
 }
 
 static void attn_forward(const struct llama *m, struct llama_acts *a, int l, const struct dims *s)
 {
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
-	const float *x = a->res + (size_t)l * s->N * s->C; /* (N, C) */
-	rmsnorm_forward(L->ln1, L->rstd1, x, PW(o->attn_norm), s->N, s->C, s->eps);
+	const float *x = a->res + (size_t)l * s->Nl * s->C; /* (Nl, C) */
+	rmsnorm_forward(L->ln1 + (size_t)s->n0 * s->C, L->rstd1, x, PW(o->attn_norm), s->Nl, s->C, s->eps);
+	seq_gather(m, a, L->ln1, s->C);
 	linear_forward(L->qkv, L->ln1, PW(o->wqkv), o->bqkv != NOPE ? PW(o->bqkv) : NULL, s->N, s->C, s->qkv);
 	rope_forward(L->qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
-	attention_forward(L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
-	linear_forward(L->mid, L->att, PW(o->wo), NULL, s->N, s->q, s->C);
-	add_into(L->mid, x, (size_t)s->N * s->C);
+	if (m->cp_size == 1)
+		attention_forward(L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+	else if (!a->failed)
+		fail(a, cp_attention_forward(m->cp, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d,
+		                             a->err));
+	float *part = partial_for(m, a, L->mid);
+	linear_forward(part, L->att, PW(o->wo), NULL, s->N, s->q, s->C);
+	reduce_out(m, a, part, L->mid);
+	add_into(L->mid, x, (size_t)s->Nl * s->C);
 }
 
-static void moe_forward(const struct llama *m, struct llama_acts *a, int l, const struct dims *s, float *y)
+/* Switch's load-balancing loss of the whole sequences under CP: the expert counts and router
+ * probability sums are added over the CP group, then the single-rank formula (kernels/moe.c)
+ * with N·cp tokens; frac becomes the global one for the router's backward. */
+static void moe_aux_cp(const struct llama *m, struct llama_acts *a, struct llama_layer_acts *L, const struct dims *s)
 {
-	const struct llama_layer_offsets *o = &m->layer[l];
-	struct llama_layer_acts *L = &a->l[l];
+	const int N = s->N, E = s->E, k = s->k;
+	float *cnt = a->moe_stats, *psum = a->moe_stats + E;
+	for (int e = 0; e < E; e++) {
+		double p = 0.0;
+		for (int n = 0; n < N; n++) p += L->probs[(size_t)n * E + e];
+		psum[e] = (float)p;
+		cnt[e] = 0.0f;
+	}
+	for (size_t i = 0; i < (size_t)N * k; i++) cnt[L->topi[i]] += 1.0f;
+	if (a->failed) return;
+	fail(a, comm_allreduce(m->cp, a->moe_stats, a->moe_stats, 2 * (size_t)E, COMM_F32, a->err));
+	if (a->failed) return;
+	const float Ntot = (float)N * m->cp_size;
+	double sum = 0.0;
+	for (int e = 0; e < E; e++) {
+		L->frac[e] = cnt[e] / (Ntot * k);
+		sum += (double)psum[e] * L->frac[e];
+	}
+	L->aux_loss = (float)(sum * E / Ntot);
+}
+
+/* Routed experts on this rank's tokens, all experts local: gather, expert MLPs. */
+static void experts_forward(const struct llama *m, struct llama_layer_acts *L, int l, const struct dims *s)
+{
 	const int N = s->N, C = s->C, E = s->E, k = s->k, Fe = s->Fe;
-	linear_forward(L->rlogits, L->ln2, PW(o->router), NULL, N, C, E);
-	moe_router_forward(L->probs, L->topi, L->topw, L->rlogits, N, E, k);
-	moe_aux_loss_forward(&L->aux_loss, L->frac, L->probs, L->topi, N, E, k);
 	moe_dispatch(L->offsets, L->perm, L->slot_of, L->topi, N, E, k);
 	moe_gather(L->xe, L->ln2, L->perm, N, C, k);
 	for (int e = 0; e < E; e++) {
@@ -87,13 +204,34 @@ static void moe_forward(const struct llama *m, struct llama_acts *a, int l, cons
 		swiglu_forward(L->he + r * Fe, L->gue + r * 2 * Fe, n, Fe);
 		linear_forward(L->ye + r * C, L->he + r * Fe, w + (size_t)2 * Fe * C, NULL, n, Fe, C);
 	}
-	memcpy(y, L->mid, sizeof(float) * (size_t)N * C);
-	moe_combine(y, L->ye, L->topw, L->slot_of, N, C, k);
+}
+
+static void moe_forward(const struct llama *m, struct llama_acts *a, int l, const struct dims *s, float *y)
+{
+	const struct llama_layer_offsets *o = &m->layer[l];
+	struct llama_layer_acts *L = &a->l[l];
+	const int N = s->N, C = s->C, E = s->E, k = s->k;
+	linear_forward(L->rlogits, L->ln2, PW(o->router), NULL, N, C, E);
+	moe_router_forward(L->probs, L->topi, L->topw, L->rlogits, N, E, k);
+	if (m->cp_size > 1) moe_aux_cp(m, a, L, s);
+	else moe_aux_loss_forward(&L->aux_loss, L->frac, L->probs, L->topi, N, E, k);
+	if (m->ep_size == 1) experts_forward(m, L, l, s);
+	/* single rank: y = mid + experts + shared; sharded: the partial experts + shared are
+	 * reduced first and the residual added once */
+	float *acc = m->tp_size > 1 ? a->tp_buf : y;
+	if (m->tp_size > 1) memset(acc, 0, sizeof(float) * (size_t)N * C);
+	else memcpy(acc, L->mid, sizeof(float) * (size_t)N * C);
+	if (m->ep_size == 1) moe_combine(acc, L->ye, L->topw, L->slot_of, N, C, k);
+	else if (!a->failed) fail(a, ep_forward(a->ep[l], acc, L->ln2, L->topi, L->topw, PW(o->experts), a->err));
 	if (s->Fs) {
 		linear_forward(L->sgu, L->ln2, PW(o->shared_in), NULL, N, C, 2 * s->Fs);
 		swiglu_forward(L->sh, L->sgu, N, s->Fs);
 		linear_forward(a->dln, L->sh, PW(o->shared_out), NULL, N, s->Fs, C); /* dln as scratch */
-		add_into(y, a->dln, (size_t)N * C);
+		add_into(acc, a->dln, (size_t)N * C);
+	}
+	if (m->tp_size > 1) {
+		reduce_out(m, a, acc, y);
+		add_into(y, L->mid, (size_t)s->Nl * C);
 	}
 }
 
@@ -101,13 +239,14 @@ static void mlp_forward(const struct llama *m, struct llama_acts *a, int l, cons
 {
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
-	float *y = a->res + (size_t)(l + 1) * s->N * s->C; /* (N, C) */
-	rmsnorm_forward(L->ln2, L->rstd2, L->mid, PW(o->mlp_norm), s->N, s->C, s->eps);
+	float *y = a->res + (size_t)(l + 1) * s->Nl * s->C; /* (Nl, C) */
+	rmsnorm_forward(L->ln2 + (size_t)s->n0 * s->C, L->rstd2, L->mid, PW(o->mlp_norm), s->Nl, s->C, s->eps);
+	seq_gather(m, a, L->ln2, s->C);
 	if (model_layer_is_moe(&m->cfg, l)) {
 		moe_forward(m, a, l, s, y);
 		return;
 	}
-	const int F = m->cfg.ffn_hidden;
+	const int F = s->F;
 	if (m->cfg.mlp == MLP_SWIGLU) {
 		linear_forward(L->pre, L->ln2, PW(o->w_in), NULL, s->N, s->C, 2 * F);
 		swiglu_forward(L->h, L->pre, s->N, F);
@@ -115,14 +254,17 @@ static void mlp_forward(const struct llama *m, struct llama_acts *a, int l, cons
 		linear_forward(L->pre, L->ln2, PW(o->w_in), NULL, s->N, s->C, F);
 		gelu_forward(L->h, L->pre, (size_t)s->N * F);
 	}
-	linear_forward(y, L->h, PW(o->w_out), NULL, s->N, F, s->C);
-	add_into(y, L->mid, (size_t)s->N * s->C);
+	float *part = partial_for(m, a, y);
+	linear_forward(part, L->h, PW(o->w_out), NULL, s->N, F, s->C);
+	reduce_out(m, a, part, y);
+	add_into(y, L->mid, (size_t)s->Nl * s->C);
 }
 
 void llama_layers_forward(const struct llama *m, struct llama_acts *a, int l0, int l1)
 {
 	struct dims s = dims_of(m, a);
 	for (int l = l0; l < l1; l++) {
+		if (refused(m, a, l)) return;
 		attn_forward(m, a, l, &s);
 		mlp_forward(m, a, l, &s);
 	}
@@ -131,15 +273,28 @@ void llama_layers_forward(const struct llama *m, struct llama_acts *a, int l0, i
 float llama_head_forward(const struct llama *m, struct llama_acts *a, const int *targets)
 {
 	struct dims s = dims_of(m, a);
-	const float *x = a->res + (size_t)m->cfg.layers * s.N * s.C;
+	if (refused(m, a, -2)) return 0.0f;
+	const float *x = a->res + (size_t)m->cfg.layers * s.Nl * s.C;
 	memcpy(a->targets, targets, sizeof(int) * (size_t)s.N);
-	rmsnorm_forward(a->lnf, a->rstdf, x, PW(m->final_norm), s.N, s.C, s.eps);
+	rmsnorm_forward(a->lnf + (size_t)s.n0 * s.C, a->rstdf, x, PW(m->final_norm), s.Nl, s.C, s.eps);
+	seq_gather(m, a, a->lnf, s.C);
 	linear_forward(a->logits, a->lnf, PW(m->lm_head), NULL, s.N, s.C, s.V);
-	crossentropy_forward(a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V);
+	if (m->tp_size == 1)
+		crossentropy_forward(a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V);
+	else if (!a->failed)
+		fail(a, tp_crossentropy_forward(m->tp, a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V,
+		                                m->vocab0, a->ce_scratch, a->err));
 	double sum = 0.0;
 	int count = 0;
 	for (int n = 0; n < s.N; n++)
 		if (a->targets[n] >= 0) { sum += a->losses[n]; count++; }
+	if (m->cp_size > 1 && !a->failed) { /* the mean over the whole sequences */
+		double v[2] = {sum, count};
+		fail(a, comm_allreduce(m->cp, v, v, 2, COMM_F64, a->err));
+		sum = v[0];
+		count = (int)v[1];
+	}
+	a->n_counted = count;
 	a->ce_loss = count ? (float)(sum / count) : 0.0f;
 	return a->ce_loss;
 }
@@ -148,7 +303,8 @@ float llama_aux_loss(const struct llama *m, const struct llama_acts *a, int l0, 
 {
 	float s = 0.0f;
 	for (int l = l0; l < l1; l++)
-		if (model_layer_is_moe(&m->cfg, l)) s += m->opts.aux_coef * a->l[l].aux_loss;
+		if (l >= 0 && l < m->cfg.layers && m->held[l] && model_layer_is_moe(&m->cfg, l))
+			s += m->opts.aux_coef * a->l[l].aux_loss;
 	return s;
 }
 
@@ -164,79 +320,104 @@ float llama_forward(const struct llama *m, struct llama_acts *a, const int *toke
 void llama_head_backward(struct llama *m, struct llama_acts *a, float dloss)
 {
 	struct dims s = dims_of(m, a);
-	const float *x = a->res + (size_t)m->cfg.layers * s.N * s.C;
-	int count = 0;
-	for (int n = 0; n < s.N; n++) count += a->targets[n] >= 0;
+	if (refused(m, a, -2)) return;
+	const float *x = a->res + (size_t)m->cfg.layers * s.Nl * s.C;
+	const int count = a->n_counted;
 	a->dloss = dloss;
 	float *dlogits = a->logits; /* in place: (N, V) */
-	crossentropy_backward(dlogits, a->logits, a->lse_ce, a->targets, count ? dloss / count : 0.0f, s.N, s.V);
+	const float dl = count ? dloss / count : 0.0f;
+	if (m->tp_size == 1) crossentropy_backward(dlogits, a->logits, a->lse_ce, a->targets, dl, s.N, s.V);
+	else tp_crossentropy_backward(dlogits, a->logits, a->lse_ce, a->targets, dl, s.N, s.V, m->vocab0);
 	linear_backward_weight(GW(m->lm_head), NULL, dlogits, a->lnf, s.N, s.C, s.V);
 	linear_backward_input(a->dln, dlogits, PW(m->lm_head), s.N, s.C, s.V, 0);
-	memset(a->dres, 0, sizeof(float) * (size_t)s.N * s.C);
-	rmsnorm_backward(a->dres, GW(m->final_norm), a->dln, x, PW(m->final_norm), a->rstdf, s.N, s.C);
+	const float *dln = reduce_in(m, a, a->dln);
+	memset(a->dres, 0, sizeof(float) * (size_t)s.Nl * s.C);
+	rmsnorm_backward(a->dres, GW(m->final_norm), dln, x, PW(m->final_norm), a->rstdf, s.Nl, s.C);
 }
 
-static void moe_backward_b(struct llama *m, struct llama_acts *a, int l, const struct dims *s)
+/* Leaves the gradient of the MLP input's norm output, reduced, and returns where it is. */
+static const float *moe_backward_b(struct llama *m, struct llama_acts *a, int l, const struct dims *s)
 {
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
 	const int N = s->N, C = s->C, E = s->E, k = s->k, Fe = s->Fe;
+	const float *dout = L->d_mo; /* (N, C) */
 	if (s->Fs) {
-		linear_backward_input(a->dh, a->dres, PW(o->shared_out), N, s->Fs, C, 0);
+		linear_backward_input(a->dh, dout, PW(o->shared_out), N, s->Fs, C, 0);
 		swiglu_backward(L->d_sgu, a->dh, L->sgu, N, s->Fs);
 		linear_backward_input(a->dln, L->d_sgu, PW(o->shared_in), N, C, 2 * s->Fs, 0);
 	} else {
 		memset(a->dln, 0, sizeof(float) * (size_t)N * C);
 	}
-	moe_combine_backward(L->d_ye, a->dtopw, a->dres, L->ye, L->topw, L->slot_of, N, C, k);
-	for (int e = 0; e < E; e++) {
-		const size_t r = (size_t)L->offsets[e];
-		const int n = L->offsets[e + 1] - L->offsets[e];
-		if (!n) continue;
-		const float *w = expert_gu(m, m->params, l, e);
-		linear_backward_input(a->dhe + r * Fe, L->d_ye + r * C, w + (size_t)2 * Fe * C, n, Fe, C, 0);
-		swiglu_backward(L->d_gue + r * 2 * Fe, a->dhe + r * Fe, L->gue + r * 2 * Fe, n, Fe);
-		linear_backward_input(a->dxe + r * C, L->d_gue + r * 2 * Fe, w, n, C, 2 * Fe, 0);
+	if (m->ep_size > 1) {
+		if (!a->failed)
+			fail(a, ep_backward_input(a->ep[l], a->dln, a->dtopw, dout, L->topw, PW(o->experts), a->err));
+	} else {
+		moe_combine_backward(L->d_ye, a->dtopw, dout, L->ye, L->topw, L->slot_of, N, C, k);
+		/* each rank's ye is a partial sum over its slice of every expert, so is its dtopw */
+		if (m->tp_size > 1 && !a->failed) fail(a, tp_allreduce(m->tp, a->dtopw, (size_t)N * k, a->err));
+		for (int e = 0; e < E; e++) {
+			const size_t r = (size_t)L->offsets[e];
+			const int n = L->offsets[e + 1] - L->offsets[e];
+			if (!n) continue;
+			const float *w = expert_gu(m, m->params, l, e);
+			linear_backward_input(a->dhe + r * Fe, L->d_ye + r * C, w + (size_t)2 * Fe * C, n, Fe, C, 0);
+			swiglu_backward(L->d_gue + r * 2 * Fe, a->dhe + r * Fe, L->gue + r * 2 * Fe, n, Fe);
+			linear_backward_input(a->dxe + r * C, L->d_gue + r * 2 * Fe, w, n, C, 2 * Fe, 0);
+		}
+		moe_gather_backward(a->dln, a->dxe, L->slot_of, N, C, k);
 	}
-	moe_gather_backward(a->dln, a->dxe, L->slot_of, N, C, k);
+	/* under CP the aux loss averages over N·cp tokens, the kernel over its N */
 	moe_router_backward(L->d_rlogits, a->dtopw, L->probs, L->topi, L->topw, L->frac,
-	                    m->opts.aux_coef * a->dloss, N, E, k);
-	linear_backward_input(a->dln, L->d_rlogits, PW(o->router), N, C, E, 1);
+	                    m->opts.aux_coef * a->dloss / (float)m->cp_size, N, E, k);
+	/* the replicated router's input gradient is whole on every rank: added after the
+	 * reduction, for this rank's tokens only */
+	float *dln = reduce_in(m, a, a->dln);
+	linear_backward_input(dln, L->d_rlogits + (size_t)s->n0 * E, PW(o->router), s->Nl, C, E, 1);
+	return dln;
 }
 
 static void mlp_backward_b(struct llama *m, struct llama_acts *a, int l, const struct dims *s)
 {
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
-	memcpy(L->d_mo, a->dres, sizeof(float) * (size_t)s->N * s->C);
+	const float *dln;
+	gather_grad(m, a, L->d_mo, a->dres);
 	if (model_layer_is_moe(&m->cfg, l)) {
-		moe_backward_b(m, a, l, s);
+		dln = moe_backward_b(m, a, l, s);
 	} else {
-		const int F = m->cfg.ffn_hidden, w = m->cfg.mlp == MLP_SWIGLU ? 2 * F : F;
-		linear_backward_input(a->dh, a->dres, PW(o->w_out), s->N, F, s->C, 0);
+		const int F = s->F, w = m->cfg.mlp == MLP_SWIGLU ? 2 * F : F;
+		linear_backward_input(a->dh, L->d_mo, PW(o->w_out), s->N, F, s->C, 0);
 		if (m->cfg.mlp == MLP_SWIGLU) swiglu_backward(L->d_pre, a->dh, L->pre, s->N, F);
 		else gelu_backward(L->d_pre, a->dh, L->pre, (size_t)s->N * F);
 		linear_backward_input(a->dln, L->d_pre, PW(o->w_in), s->N, s->C, w, 0);
+		dln = reduce_in(m, a, a->dln);
 	}
-	rmsnorm_backward(a->dres, GW(o->mlp_norm), a->dln, L->mid, PW(o->mlp_norm), L->rstd2, s->N, s->C);
+	rmsnorm_backward(a->dres, GW(o->mlp_norm), dln, L->mid, PW(o->mlp_norm), L->rstd2, s->Nl, s->C);
 }
 
 static void attn_backward_b(struct llama *m, struct llama_acts *a, int l, const struct dims *s)
 {
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
-	const float *x = a->res + (size_t)l * s->N * s->C;
-	memcpy(L->d_ao, a->dres, sizeof(float) * (size_t)s->N * s->C);
-	linear_backward_input(a->datt, a->dres, PW(o->wo), s->N, s->q, s->C, 0);
-	attention_backward(L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+	const float *x = a->res + (size_t)l * s->Nl * s->C;
+	gather_grad(m, a, L->d_ao, a->dres);
+	linear_backward_input(a->datt, L->d_ao, PW(o->wo), s->N, s->q, s->C, 0);
+	if (m->cp_size == 1)
+		attention_backward(L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+	else if (!a->failed)
+		fail(a, cp_attention_backward(m->cp, L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T,
+		                              s->H, s->Hkv, s->d, a->err));
 	rope_backward(L->d_qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
 	linear_backward_input(a->dln, L->d_qkv, PW(o->wqkv), s->N, s->C, s->qkv, 0);
-	rmsnorm_backward(a->dres, GW(o->attn_norm), a->dln, x, PW(o->attn_norm), L->rstd1, s->N, s->C);
+	const float *dln = reduce_in(m, a, a->dln);
+	rmsnorm_backward(a->dres, GW(o->attn_norm), dln, x, PW(o->attn_norm), L->rstd1, s->Nl, s->C);
 }
 
 void llama_layer_backward_b(struct llama *m, struct llama_acts *a, int l)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, l)) return;
 	mlp_backward_b(m, a, l, &s);
 	attn_backward_b(m, a, l, &s);
 }
@@ -246,26 +427,31 @@ void llama_layer_backward_b(struct llama *m, struct llama_acts *a, int l)
 void llama_layer_backward_w(struct llama *m, struct llama_acts *a, int l)
 {
 	struct dims s = dims_of(m, a);
+	if (refused(m, a, l)) return;
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
 	const int N = s.N, C = s.C;
 	linear_backward_weight(GW(o->wo), NULL, L->d_ao, L->att, N, s.q, C);
 	linear_backward_weight(GW(o->wqkv), o->bqkv != NOPE ? GW(o->bqkv) : NULL, L->d_qkv, L->ln1, N, C, s.qkv);
 	if (!model_layer_is_moe(&m->cfg, l)) {
-		const int F = m->cfg.ffn_hidden, w = m->cfg.mlp == MLP_SWIGLU ? 2 * F : F;
+		const int F = s.F, w = m->cfg.mlp == MLP_SWIGLU ? 2 * F : F;
 		linear_backward_weight(GW(o->w_out), NULL, L->d_mo, L->h, N, F, C);
 		linear_backward_weight(GW(o->w_in), NULL, L->d_pre, L->ln2, N, C, w);
 		return;
 	}
 	const int Fe = s.Fe;
 	linear_backward_weight(GW(o->router), NULL, L->d_rlogits, L->ln2, N, C, s.E);
-	for (int e = 0; e < s.E; e++) {
-		const size_t r = (size_t)L->offsets[e];
-		const int n = L->offsets[e + 1] - L->offsets[e];
-		if (!n) continue;
-		float *dw = expert_gu(m, m->grads, l, e);
-		linear_backward_weight(dw, NULL, L->d_gue + r * 2 * Fe, L->xe + r * C, n, C, 2 * Fe);
-		linear_backward_weight(dw + (size_t)2 * Fe * C, NULL, L->d_ye + r * C, L->he + r * Fe, n, Fe, C);
+	if (m->ep_size > 1) {
+		if (!a->failed) fail(a, ep_backward_weight(a->ep[l], GW(o->experts), a->err));
+	} else {
+		for (int e = 0; e < s.E; e++) {
+			const size_t r = (size_t)L->offsets[e];
+			const int n = L->offsets[e + 1] - L->offsets[e];
+			if (!n) continue;
+			float *dw = expert_gu(m, m->grads, l, e);
+			linear_backward_weight(dw, NULL, L->d_gue + r * 2 * Fe, L->xe + r * C, n, C, 2 * Fe);
+			linear_backward_weight(dw + (size_t)2 * Fe * C, NULL, L->d_ye + r * C, L->he + r * Fe, n, Fe, C);
+		}
 	}
 	if (s.Fs) {
 		linear_backward_weight(GW(o->shared_out), NULL, L->d_mo, L->sh, N, s.Fs, C);
@@ -281,10 +467,17 @@ void llama_layers_backward(struct llama *m, struct llama_acts *a, int l0, int l1
 	}
 }
 
+/* Vocab-parallel: every rank needs the whole sequence's gradient for its rows. */
 void llama_embed_backward(struct llama *m, struct llama_acts *a)
 {
 	struct dims s = dims_of(m, a);
-	embedding_backward(GW(m->embed), a->dres, a->tokens, s.N, s.C, 0, s.V);
+	if (refused(m, a, -1)) return;
+	const float *dx = a->dres;
+	if (m->sp) {
+		gather_grad(m, a, a->tp_buf, a->dres);
+		dx = a->tp_buf;
+	}
+	embedding_backward(GW(m->embed), dx, a->tokens, s.N, s.C, m->vocab0, s.V);
 }
 
 void llama_backward(struct llama *m, struct llama_acts *a, float dloss)

@@ -1,7 +1,8 @@
 /* Single-rank model: whole-model gradients against finite differences (dense, MoE, GeLU with
  * qkv bias), loss at initialisation near ln(vocab), 20 AdamW steps reduce the loss on a fixed
  * batch, same seed gives bit-identical losses, deferred weight-gradient passes give the same
- * gradients, layer ranges compose, and the parameter table is consistent. */
+ * gradients, layer ranges compose, the parameter table is consistent, and a single-rank shard
+ * of some layers (llama_create_par without TP) holds only those and computes the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,11 +293,96 @@ static void test_tables(void)
 	CHECK(llama_create(&m, &bad, NULL, err) && strstr(err, "kv_heads"), "kv_heads must divide heads: '%s'", err);
 }
 
+/* Layers [1, 2) and [3, 4) as two chunks of one pipeline rank (no embedding, no head): only
+ * their tensors are allocated, each at its single-rank place, and running them on the full
+ * model's residual stream reproduces res[2], res[4] and the input gradients bit for bit. */
+static void test_layer_shard(void)
+{
+	char err[ERR_LEN];
+	struct model cfg = tiny_moe();
+	struct llama *m = NULL, *s = NULL;
+	struct llama_acts *a = NULL, *as = NULL;
+	const struct llama_layer_range r[2] = {{1, 2}, {3, 4}};
+	struct llama_par par;
+	llama_par_default(&par);
+	par.ranges = r;
+	par.n_ranges = 2;
+	par.has_embed = 0;
+	par.has_head = 0;
+	if (llama_create(&m, &cfg, NULL, err) || llama_acts_create(&a, m, B, T, 0, err) ||
+	    llama_create_par(&s, &cfg, NULL, &par, err) || llama_acts_create(&as, s, B, T, 1, err)) {
+		CHECK(0, "create: %s", err);
+		goto out;
+	}
+	size_t want = 0;
+	int same = 1;
+	for (int i = 0; i < m->n_specs; i++)
+		if (m->specs[i].layer == 1 || m->specs[i].layer == 3) want += m->specs[i].numel;
+	for (int i = 0; i < s->n_specs; i++) {
+		const struct param_spec *p = &s->specs[i], *q = &m->specs[p->gid];
+		same &= !strcmp(p->name, q->name) && p->numel == q->numel && llama_full_index(s, i, 0) == q->offset &&
+		        !memcmp(s->params + p->offset, m->params + q->offset, sizeof(float) * p->numel);
+	}
+	CHECK(s->n_params == want && s->n_params_full == m->n_params, "shard holds %zu parameters, want %zu", s->n_params, want);
+	CHECK(same, "each held tensor has the single-rank name, size, place and initial values");
+	CHECK(s->embed == (size_t)-1 && s->final_norm == (size_t)-1 && s->layer[2].wqkv == (size_t)-1 &&
+	      !llama_holds_layer(s, 0) && llama_holds_layer(s, 3), "embedding, head and layers 0, 2 not allocated");
+	int tok[N], tgt[N];
+	batch(tok, tgt, 5);
+	llama_zero_grad(m);
+	llama_forward(m, a, tok, tgt);
+	llama_head_backward(m, a, 1.0f);
+	const size_t NC = (size_t)N * cfg.hidden;
+	float *d4 = malloc(sizeof(float) * NC);
+	memcpy(d4, a->dres, sizeof(float) * NC);
+	llama_layers_backward(m, a, 3, 4);
+	int fwd = 1, bwd = 1;
+	for (int c = 0; c < 2; c++) {
+		const int l = r[c].begin;
+		memcpy(as->res + l * NC, a->res + l * NC, sizeof(float) * NC);
+		llama_layers_forward(s, as, l, l + 1);
+		fwd &= !memcmp(as->res + (l + 1) * NC, a->res + (l + 1) * NC, sizeof(float) * NC);
+	}
+	memcpy(as->dres, d4, sizeof(float) * NC);
+	llama_layer_backward_b(s, as, 3);
+	bwd &= !memcmp(as->dres, a->dres, sizeof(float) * NC);
+	llama_layer_backward_w(s, as, 3);
+	float *full = calloc(m->n_params, sizeof(float));
+	llama_local_to_full(s, s->grads, full, 1);
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *q = &m->specs[i];
+		if (q->layer == 3) bwd &= !memcmp(full + q->offset, m->grads + q->offset, sizeof(float) * q->numel);
+	}
+	free(full);
+	CHECK(fwd && !as->failed, "layer chunks [1,2) and [3,4) reproduce res[2] and res[4]");
+	llama_layers_forward(s, as, 1, 3);
+	CHECK(as->failed && strstr(as->err, "does not hold layer 2"), "a pass over layer 2 is refused: '%s'", as->err);
+	as->failed = 0;
+	llama_head_forward(s, as, tgt);
+	CHECK(as->failed && strstr(as->err, "holds no head"), "a head pass is refused: '%s'", as->err);
+	CHECK(bwd, "layer 3's input and weight gradients match");
+	free(d4);
+out:
+	llama_acts_destroy(a);
+	llama_acts_destroy(as);
+	llama_destroy(m);
+	llama_destroy(s);
+	struct llama_par bad;
+	llama_par_default(&bad);
+	const struct llama_layer_range past = {2, 5};
+	bad.ranges = &past;
+	bad.n_ranges = 1;
+	struct model c = tiny();
+	err[0] = 0;
+	CHECK(llama_create_par(&s, &c, NULL, &bad, err) == -1 && strstr(err, "layer range 0 [2, 5)"), "range past the end: '%s'", err);
+}
+
 int main(void)
 {
 	test_tables();
 	test_gradients();
 	test_training();
 	test_split_and_ranges();
+	test_layer_shard();
 	return test_summary("model");
 }
