@@ -87,7 +87,8 @@ void attention_backward(float *dqkv /* (B, T, (H + 2*Hkv)*d) */, const float *do
  * out = e^(lse_a-lse)·out_a + e^(lse_b-lse)·out_b. A row that sees no key of the block is
  * left as it was, so the order of blocks does not matter (up to rounding).
  * Backward takes the FINAL out and lse (over every block) and ACCUMULATES (+=) this block's
- * share into dq, dk and dv; the sum over all key blocks is the full gradient. */
+ * share into dq, dk and dv; the sum over all key blocks is the full gradient.
+ * These two have no CUDA twin in kernels/cuda.h yet; runtime/cp.c calls them on host buffers. */
 struct att_block {
 	int Tq, Tk;           /* rows in the query block and in the key block */
 	int q0, k0;           /* global positions of their first rows */

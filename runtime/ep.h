@@ -11,7 +11,7 @@
  *
  * Ownership: struct ep_batch holds one micro-batch's exchange plan (counts, displacements,
  * permutations) and the expert activations the backward needs, from ep_forward until the
- * next ep_forward; create one per micro-batch in flight. Its received-row buffers grow to
+ * next ep_forward; create one per MoE layer and micro-batch in flight. Its received-row buffers grow to
  * the largest count seen (the number of rows a rank receives depends on the routing). The
  * communicator is borrowed; the caller owns x, out, the routing arrays and the weights.
  * Units: element counts; counts and displacements in plan are in floats (rows · C).

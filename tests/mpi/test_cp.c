@@ -7,6 +7,8 @@
  *    the single-rank attention_forward/backward on it (the independent reference), and
  *    cp_attention_forward/backward on its own rows must match out, lse and dqkv on those
  *    rows within 1e-5 relative to the largest reference magnitude;
+ *  - with 4 ranks, the same on the CP groups of a dp 2 x cp 2 layout (runtime/ctx.h), where
+ *    ring neighbours are group positions, not world ranks;
  *  - bad shapes give -1 and a message naming the field. */
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include "kernels/cpu.h"
 #include "runtime/comm.h"
 #include "runtime/cp.h"
+#include "runtime/ctx.h"
 #include "sim/util.h"
 #include "tests/test.h"
 
@@ -179,6 +182,17 @@ int main(void)
 	test_attention(world, 1, 64, 2, 1, 16);  /* multi-query, longer chunks */
 	test_attention(world, 1, 16 * n, 3, 3, 4); /* MHA, 8-row chunks */
 	test_bad_shapes(world);
+	if (n == 4) {
+		struct plan p;
+		struct ctx *x = NULL;
+		plan_defaults(&p);
+		p.dp = 2;
+		p.cp = 2;
+		p.gpus = n;
+		CHECK(ctx_create(world, &p, &x, err) == 0, "%s", err);
+		if (x) test_attention(ctx_comm(x, GROUP_CP), 2, 32, 4, 2, 8);
+		ctx_destroy(x);
+	}
 	double cnt[2] = {test_passed, test_failed};
 	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
 		fprintf(stderr, "%s\n", err);

@@ -9,13 +9,15 @@
  * in flight at once (forward 0, forward 1, B 1, B 0, W 1, W 0), so each keeps its own plan;
  * outputs and gradients start from non-zero values to check that they accumulate. Cases:
  * E = 4 and 8, top-2, random logits, and logits that send every row to rank 0's experts
- * (the other ranks receive nothing). Bad shapes and out-of-order calls give messages. */
+ * (the other ranks receive nothing); with 4 ranks also on the EP groups of a dp 4 x ep 2
+ * layout (runtime/ctx.h). Bad shapes and out-of-order calls give messages. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/cpu.h"
 #include "runtime/comm.h"
+#include "runtime/ctx.h"
 #include "runtime/ep.h"
 #include "sim/util.h"
 #include "tests/test.h"
@@ -241,6 +243,17 @@ int main(void)
 	run_case(world, 8, 0);
 	run_case(world, 8, 1);
 	test_errors(world);
+	if (n == 4) {
+		struct plan p;
+		struct ctx *x = NULL;
+		plan_defaults(&p);
+		p.dp = 4;
+		p.ep = 2;
+		p.gpus = n;
+		CHECK(ctx_create(world, &p, &x, err) == 0, "%s", err);
+		if (x) run_case(ctx_comm(x, GROUP_EP), 4, 0);
+		ctx_destroy(x);
+	}
 	double cnt[2] = {test_passed, test_failed};
 	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
 		fprintf(stderr, "%s\n", err);
