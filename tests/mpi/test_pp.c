@@ -1,0 +1,428 @@
+/* Pipeline executor (runtime/pp.h) under mpirun, pp = number of ranks (2 or 4). For every
+ * schedule the step loss, the gradients of every tensor a rank holds (in every model copy),
+ * and the weights after one clipped AdamW step must match a single-rank run of the same m
+ * micro-batches on the same data (llama_forward / llama_backward with dloss = 1/m, then
+ * llama_step), within 1e-5 of each tensor's largest magnitude. Every rank computes that
+ * reference itself with the plain single-rank model, which shares no code with the executor
+ * beyond the per-layer passes. Also: the gradient-ready hook covers each held tensor exactly
+ * once with gradients that no longer change, the op records follow the op list, the
+ * activation pool matches the in-flight counts of reference/model.md §2.3, and bad inputs
+ * fail with a message. AdamW's eps is 1e-4 here so that an update is a smooth function of
+ * its gradient (with eps 1e-8 the first step is lr·sign(g), and a gradient within rounding
+ * of zero could flip). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/cpu.h"
+#include "runtime/comm.h"
+#include "runtime/ctx.h"
+#include "runtime/pp.h"
+#include "sim/util.h"
+#include "tests/test.h"
+
+enum { MBS = 1, SEQ = 16, NTOK = MBS * SEQ };
+#define TOL 1e-5
+
+static struct model tiny(int layers, int tied, int moe)
+{
+	struct model c;
+	memset(&c, 0, sizeof c);
+	snprintf(c.name, sizeof c.name, "tiny-pp");
+	c.layers = layers;
+	c.hidden = 64;
+	c.ffn_hidden = 128;
+	c.heads = 4;
+	c.kv_heads = 2;
+	c.head_dim = 16;
+	c.vocab = 256;
+	c.tied = tied;
+	c.norm = NORM_RMS;
+	c.mlp = MLP_SWIGLU;
+	c.rope_theta = 10000.0;
+	c.norm_eps = 1e-5;
+	if (moe) {
+		c.moe_experts = 4;
+		c.moe_topk = 2;
+		c.moe_ffn_hidden = 32;
+		c.moe_shared_experts = 1;
+		c.moe_dense_layers = 1;
+	}
+	return c;
+}
+
+/* m micro-batches of next-token data from an LCG; one ignored target per micro-batch */
+static void make_batch(int *tok, int *tgt, int m, unsigned seed)
+{
+	for (int i = 0; i < m * NTOK; i++) {
+		seed = seed * 1103515245u + 12345u;
+		tok[i] = (int)((seed >> 8) % 256);
+	}
+	for (int i = 0; i < m * NTOK; i++) tgt[i] = (i % SEQ == SEQ - 1) ? tok[i - SEQ + 1] : tok[i + 1];
+	for (int j = 0; j < m; j++) tgt[j * NTOK + 2 + j % 5] = -1;
+}
+
+static void opts(struct adamw_opts *o)
+{
+	adamw_opts_default(o);
+	o->lr = 1e-3f;
+	o->eps = 1e-4f;
+}
+
+/* The single-rank reference: gradients of the m micro-batches (dloss 1/m) and the model
+ * after one AdamW step clipped at half the gradient norm (so clipping acts). */
+struct ref {
+	struct llama *m;
+	float *grads;
+	float loss, norm, max_norm;
+};
+
+static int ref_run(const struct model *cfg, int m, const int *tok, const int *tgt, struct ref *r, char *err)
+{
+	memset(r, 0, sizeof *r);
+	struct llama_acts *a = NULL;
+	if (llama_create(&r->m, cfg, NULL, err) || llama_acts_create(&a, r->m, MBS, SEQ, 0, err)) {
+		llama_acts_destroy(a);
+		return -1;
+	}
+	double loss = 0.0;
+	for (int j = 0; j < m; j++) {
+		loss += llama_forward(r->m, a, tok + (size_t)j * NTOK, tgt + (size_t)j * NTOK);
+		llama_backward(r->m, a, 1.0f / (float)m);
+	}
+	llama_acts_destroy(a);
+	r->loss = (float)(loss / m);
+	r->grads = malloc(sizeof(float) * r->m->n_params);
+	if (!r->grads) return errf(err, "out of memory");
+	memcpy(r->grads, r->m->grads, sizeof(float) * r->m->n_params);
+	float ss = 0.0f;
+	grad_sumsq(&ss, r->grads, r->m->n_params);
+	r->norm = sqrtf(ss);
+	r->max_norm = 0.5f * r->norm;
+	struct adamw_opts o;
+	opts(&o);
+	o.max_grad_norm = r->max_norm;
+	llama_step(r->m, &o);
+	return 0;
+}
+
+static void ref_free(struct ref *r)
+{
+	llama_destroy(r->m);
+	free(r->grads);
+}
+
+/* max over elements |got - want| / max |want| of one tensor */
+static double tensor_err(const float *got, const float *want, size_t n)
+{
+	double d = 0.0, w = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		d = fmax(d, fabs((double)got[i] - want[i]));
+		w = fmax(w, fabs((double)want[i]));
+	}
+	return w > 0 ? d / w : d;
+}
+
+/* The hook records every range and a copy of its gradients at the time of the call. */
+#define MAX_READY 64
+struct hook {
+	struct llama *const *models;
+	int n;
+	struct pp_ready r[MAX_READY];
+	float *snap[MAX_READY];
+};
+
+static int on_ready(void *arg, const struct pp_ready *r, char *err)
+{
+	struct hook *h = arg;
+	if (h->n == MAX_READY) return errf(err, "hook: too many ranges");
+	h->r[h->n] = *r;
+	h->snap[h->n] = malloc(sizeof(float) * r->count);
+	if (!h->snap[h->n]) return errf(err, "hook: out of memory");
+	memcpy(h->snap[h->n], h->models[r->copy]->grads + r->off, sizeof(float) * r->count);
+	h->n++;
+	return 0;
+}
+
+struct pcase {
+	enum schedule type;
+	int m, vpp, layers, tied, moe;
+	int split[16];       /* stage_layers, 0-terminated; empty: even */
+};
+
+static const char *case_name(const struct pcase *c, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s m=%d vpp=%d L=%d%s%s", schedule_name(c->type), c->m, c->vpp, c->layers,
+	         c->tied ? " tied" : "", c->moe ? " moe" : "");
+	return buf;
+}
+
+/* Activation sets at the peak, reference/model.md §2.3 (m >= pp here for the last three). */
+static int expected_sets(enum schedule t, int pp, int r, int m)
+{
+	switch (t) {
+	case SCHED_AFAB: return m;
+	case SCHED_1F1B: return pp - r < m ? pp - r : m;
+	case SCHED_ZBH1: return pp < m ? pp : m;
+	case SCHED_ZBH2: return 2 * pp - 1 < m ? 2 * pp - 1 : m;
+	default: return -1;
+	}
+}
+
+static void check_hook(struct hook *h, struct pp *p, struct llama *const *models, const char *name)
+{
+	int twice = 0, missing = 0, changed = 0;
+	for (int c = 0; c < pp_copies(p); c++) {
+		const struct llama *m = models[c];
+		for (int i = 0; i < m->n_specs; i++) {
+			int seen = 0;
+			for (int k = 0; k < h->n; k++)
+				if (h->r[k].copy == c && m->specs[i].offset >= h->r[k].off &&
+				    m->specs[i].offset + m->specs[i].numel <= h->r[k].off + h->r[k].count) seen++;
+			if (pp_holds(p, c, i)) { twice += seen > 1; missing += seen == 0; }
+			else twice += seen > 0;
+		}
+	}
+	for (int k = 0; k < h->n; k++)
+		changed += memcmp(h->snap[k], models[h->r[k].copy]->grads + h->r[k].off, sizeof(float) * h->r[k].count) != 0;
+	CHECK(!twice && !missing && !changed, "%s: hook ranges: %d held tensors missing, %d reported twice or not held, "
+	      "%d ranges changed after being reported", name, missing, twice, changed);
+}
+
+static void check_times(struct pp *p, const char *name, int rank)
+{
+	size_t n;
+	const struct pp_op_time *t = pp_times(p, &n);
+	const struct sched *s = pp_sched(p);
+	const struct sched_op *ops = s->ops + s->off[rank];
+	int bad = n != sched_rank_len(s, rank);
+	for (size_t i = 0; i < n && !bad; i++) {
+		bad += t[i].kind != ops[i].kind || t[i].mb != ops[i].mb || t[i].chunk != ops[i].chunk;
+		bad += t[i].stage != sched_stage(s, rank, ops[i].chunk, ops[i].dir);
+		bad += !(t[i].start_s >= 0 && t[i].end_s >= t[i].start_s && t[i].wait_s >= 0);
+		bad += i > 0 && t[i].start_s < t[i - 1].end_s;
+	}
+	CHECK(!bad, "%s: op records do not follow rank %d's op list", name, rank);
+}
+
+/* Runs one case with pp_create (or pp_create_from_ctx when x is given). */
+static void run_case(struct comm *pcomm, const struct ctx *x, const struct pcase *c)
+{
+	char err[ERR_LEN], name[96];
+	case_name(c, name, sizeof name);
+	const int pp = comm_size(pcomm), rank = comm_rank(pcomm);
+	struct model cfg = tiny(c->layers, c->tied, c->moe);
+	int *tok = malloc(sizeof(int) * (size_t)c->m * NTOK), *tgt = malloc(sizeof(int) * (size_t)c->m * NTOK);
+	struct ref ref = {0};
+	struct llama *models[2] = {NULL, NULL};
+	struct sched *s = NULL;
+	struct pp *p = NULL;
+	struct hook h = {0};
+	make_batch(tok, tgt, c->m, 77u + (unsigned)c->m);
+	if (ref_run(&cfg, c->m, tok, tgt, &ref, err)) { CHECK(0, "%s: reference: %s", name, err); goto out; }
+	int ncopies = c->type == SCHED_DUALPIPE ? 2 : 1;
+	for (int k = 0; k < ncopies; k++)
+		if (llama_create(&models[k], &cfg, NULL, err)) { CHECK(0, "%s: %s", name, err); goto out; }
+	if (x) {
+		if (pp_create_from_ctx(x, models, &p, err)) { CHECK(0, "%s: %s", name, err); goto out; }
+	} else {
+		s = sched_create(c->type, pp, c->m, c->vpp, err);
+		if (!s) { CHECK(0, "%s: %s", name, err); goto out; }
+		int split[64];
+		for (int i = 0; i < s->nstages; i++)
+			split[i] = c->split[0] ? c->split[i] : c->layers / s->nstages + (i < c->layers % s->nstages);
+		struct pp_cfg pc = {.sched = s, .comm = pcomm, .stage_layers = split,
+		                    .models = {models[0], models[1]}, .B = MBS, .T = SEQ};
+		if (pp_create(&pc, &p, err)) { CHECK(0, "%s: %s", name, err); goto out; }
+	}
+	h.models = models;
+	pp_set_ready_hook(p, on_ready, &h);
+	float loss = -1.0f;
+	if (pp_step(p, tok, tgt, &loss, err)) { CHECK(0, "%s: step: %s", name, err); goto out; }
+	CHECK_REL(loss, ref.loss, TOL, name);
+
+	double gerr = 0.0;
+	int held = 0;
+	for (int k = 0; k < ncopies; k++)
+		for (int i = 0; i < models[k]->n_specs; i++) {
+			if (!pp_holds(p, k, i)) continue;
+			const struct param_spec *sp = &models[k]->specs[i];
+			held++;
+			gerr = fmax(gerr, tensor_err(models[k]->grads + sp->offset, ref.grads + sp->offset, sp->numel));
+		}
+	CHECK(held > 0 && gerr <= TOL, "%s: rank %d: gradients of %d held tensors differ by %.3g of their max", name, rank, held, gerr);
+	check_hook(&h, p, models, name);
+	check_times(p, name, rank);
+	int want = expected_sets(c->type, pp, rank, c->m);
+	if (want > 0) CHECK(pp_act_sets(p) == want, "%s: rank %d: %d activation sets, want %d", name, rank, pp_act_sets(p), want);
+
+	struct adamw_opts o;
+	opts(&o);
+	o.max_grad_norm = ref.max_norm;
+	float norm = -1.0f;
+	if (pp_adamw_step(p, &o, &norm, err)) { CHECK(0, "%s: adamw: %s", name, err); goto out; }
+	CHECK_REL(norm, ref.norm, TOL, name);
+	double perr = 0.0;
+	for (int k = 0; k < ncopies; k++)
+		for (int i = 0; i < models[k]->n_specs; i++) {
+			if (!pp_holds(p, k, i)) continue;
+			const struct param_spec *sp = &models[k]->specs[i];
+			perr = fmax(perr, tensor_err(models[k]->params + sp->offset, ref.m->params + sp->offset, sp->numel));
+		}
+	CHECK(perr <= TOL, "%s: rank %d: weights after AdamW differ by %.3g of their max", name, rank, perr);
+	if (rank == 0)
+		printf("%-32s loss %.6f (ref %.6f)  grad err %.2g  weight err %.2g  sets %d\n", name, loss, ref.loss,
+		       gerr, perr, pp_act_sets(p));
+out:
+	for (int k = 0; k < h.n; k++) free(h.snap[k]);
+	pp_destroy(p);
+	sched_destroy(s);
+	llama_destroy(models[0]);
+	llama_destroy(models[1]);
+	ref_free(&ref);
+	free(tok);
+	free(tgt);
+}
+
+/* Bad inputs fail at creation (no communication), every rank alike. */
+static void bad_inputs(struct comm *pcomm, struct comm *world)
+{
+	char err[ERR_LEN];
+	const int pp = comm_size(pcomm);
+	struct model cfg = tiny(4, 0, 0);
+	struct llama *m0 = NULL, *m1 = NULL;
+	struct pp *p = NULL;
+	if (llama_create(&m0, &cfg, NULL, err) || llama_create(&m1, &cfg, NULL, err)) { CHECK(0, "%s", err); goto out; }
+	struct llama *ms[2] = {m0, m1};
+
+	/* too few micro-batches for DualPipe, through the plan path */
+	struct plan pl;
+	plan_defaults(&pl);
+	pl.pp = pp;
+	pl.dp = 1;
+	pl.gpus = pp;
+	pl.schedule = SCHED_DUALPIPE;
+	pl.mbs = MBS;
+	pl.seq = SEQ;
+	pl.gbs = 2;
+	pl.nstage_layers = pp;
+	for (int i = 0; i < pp; i++) pl.stage_layers[i] = 4 / pp + (i < 4 % pp);
+	struct ctx *x = NULL;
+	if (ctx_create(world, &pl, &x, err)) { CHECK(0, "%s", err); goto out; }
+	CHECK(pp_create_from_ctx(x, ms, &p, err) == -1 && strstr(err, "must be at least 2*pp"),
+	      "dualpipe with 2 micro-batches: '%s'", err);
+	pp_destroy(p);
+	p = NULL;
+	x->plan.schedule = SCHED_1F1B;
+	x->plan.gbs = 4;
+	x->plan.nstage_layers = pp + 1;
+	CHECK(pp_create_from_ctx(x, ms, &p, err) == -1 && strstr(err, "stage_layers entries"),
+	      "wrong stage_layers count: '%s'", err);
+	ctx_destroy(x);
+
+	char want[128];
+	struct sched *s = sched_create(SCHED_1F1B, pp, 4, 1, err);
+	int split[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+	struct pp_cfg c = {.sched = s, .comm = pcomm, .stage_layers = split, .models = {m0, NULL}, .B = MBS, .T = SEQ};
+	snprintf(want, sizeof want, "stage_layers sum to %d, not the model's layers (4)", 3 * pp);
+	CHECK(s && pp_create(&c, &p, err) == -1 && strstr(err, want), "bad split: '%s'", err);
+	sched_destroy(s);
+	s = sched_create(SCHED_DUALPIPE, pp, 2 * pp, 1, err);
+	c.sched = s;
+	c.stage_layers = split;
+	for (int i = 0; i < pp; i++) split[i] = 4 / pp + (i < 4 % pp);
+	CHECK(s && pp_create(&c, &p, err) == -1 && strstr(err, "copy 1 is missing"), "one copy for dualpipe: '%s'", err);
+	c.models[1] = m0;
+	CHECK(s && pp_create(&c, &p, err) == -1 && strstr(err, "two distinct"), "same copy twice: '%s'", err);
+	sched_destroy(s);
+	CHECK(sched_create(SCHED_INTERLEAVED, pp, pp + 1, 2, err) == NULL && strstr(err, "does not divide microbatches"),
+	      "interleaved with m not a multiple of pp: '%s'", err);
+	c.sched = NULL;
+	CHECK(pp_create(&c, &p, err) == -1 && strstr(err, "no schedule"), "no schedule: '%s'", err);
+	if (pp == 2) { /* every rank holds stage 0 or the last stage: all refuse at once */
+		s = sched_create(SCHED_1F1B, pp, 2, 1, err);
+		c.sched = s;
+		c.models[1] = NULL;
+		split[0] = split[1] = 2;
+		if (pp_create(&c, &p, err)) CHECK(0, "%s", err);
+		else CHECK(pp_step(p, NULL, NULL, NULL, err) == -1 && strstr(err, comm_rank(pcomm) ? "no targets" : "no tokens"),
+		           "step without data: '%s'", err);
+		pp_destroy(p);
+		p = NULL;
+		sched_destroy(s);
+	}
+out:
+	llama_destroy(m0);
+	llama_destroy(m1);
+}
+
+int main(void)
+{
+	char err[ERR_LEN];
+	struct comm *world;
+	if (comm_mpi_world(&world, err)) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	comm_set_timeout(world, 60);   /* a deadlock fails instead of hanging */
+	const int n = comm_size(world);
+	struct plan pl;
+	plan_defaults(&pl);
+	pl.pp = n;
+	pl.dp = 1;
+	pl.gpus = n;
+	pl.schedule = SCHED_1F1B;
+	pl.mbs = MBS;
+	pl.seq = SEQ;
+	pl.gbs = 4;
+	struct ctx *x = NULL;
+	if (ctx_create(world, &pl, &x, err)) {
+		CHECK(0, "%s", err);
+	} else {
+		struct comm *pc = ctx_comm(x, GROUP_PP);
+		static const struct pcase two[] = {
+			{SCHED_AFAB, 4, 1, 4, 0, 0, {0}},
+			{SCHED_1F1B, 4, 1, 4, 0, 0, {1, 3}},
+			{SCHED_INTERLEAVED, 4, 2, 4, 0, 0, {0}},
+			{SCHED_ZBH1, 4, 1, 4, 0, 0, {0}},
+			{SCHED_ZBH2, 4, 1, 4, 0, 0, {0}},
+			{SCHED_ZBV, 4, 1, 4, 0, 0, {0}},
+			{SCHED_DUALPIPE, 4, 1, 4, 0, 0, {0}},
+			{SCHED_DUALPIPE, 8, 1, 4, 0, 0, {3, 1}},
+			{SCHED_DUALPIPEV, 4, 1, 4, 0, 0, {0}},
+			{SCHED_DUALPIPEV, 8, 1, 4, 0, 0, {2, 0, 1, 1}},
+			{SCHED_INTERLEAVED, 8, 2, 4, 0, 0, {0}},
+			{SCHED_1F1B, 4, 1, 4, 1, 0, {0}},
+			{SCHED_ZBV, 4, 1, 4, 1, 0, {0}},
+			{SCHED_DUALPIPE, 4, 1, 4, 1, 0, {0}},
+			{SCHED_ZBH1, 4, 1, 4, 1, 1, {0}},
+		};
+		static const struct pcase four[] = {
+			{SCHED_1F1B, 8, 1, 8, 0, 0, {1, 2, 2, 3}},
+			{SCHED_INTERLEAVED, 8, 2, 8, 0, 0, {0}},
+			{SCHED_ZBV, 8, 1, 8, 0, 0, {0}},
+			{SCHED_ZBH2, 8, 1, 8, 0, 0, {0}},
+			{SCHED_DUALPIPE, 8, 1, 8, 0, 0, {0}},
+			{SCHED_DUALPIPEV, 8, 1, 8, 1, 1, {0}},
+		};
+		const struct pcase *cs = n == 2 ? two : four;
+		int nc = n == 2 ? (int)(sizeof two / sizeof two[0]) : n == 4 ? (int)(sizeof four / sizeof four[0]) : 0;
+		if (!nc) CHECK(0, "test_pp runs with 2 or 4 ranks, not %d", n);
+		for (int i = 0; i < nc; i++) run_case(pc, NULL, &cs[i]);
+		/* the plan path: 1F1B with the plan's even split */
+		x->plan.nstage_layers = n;
+		for (int i = 0; i < n; i++) x->plan.stage_layers[i] = 4 / n + (i < 4 % n);
+		struct pcase plan_case = {SCHED_1F1B, 4, 1, 4, 0, 0, {0}};
+		run_case(pc, x, &plan_case);
+		bad_inputs(pc, world);
+	}
+	ctx_destroy(x);
+	double cnt[2] = {test_passed, test_failed};
+	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	int rank = comm_rank(world);
+	comm_destroy(world);
+	if (rank == 0) printf("test_pp: %d passed, %d failed\n", (int)cnt[0], (int)cnt[1]);
+	return cnt[1] > 0 ? 1 : 0;
+}
