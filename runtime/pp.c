@@ -121,6 +121,44 @@ static int send_peer_of(const struct sched *s, int r, const struct sched_op *o, 
 	return q == r ? -1 : q;
 }
 
+/* Each peer's sends to this rank, in the peer's own order, each naming the op here that
+ * consumes it (at[]: this rank's op index by key_of). */
+static int build_queues(struct pp *p, const size_t *at, char *err)
+{
+	const struct sched *s = p->s;
+	const int r = p->rank;
+	for (int q = 0; q < s->pp; q++) {
+		if (q == r) continue;
+		struct pp_rq *rq = &p->rq[q];
+		for (int pass = 0; pass < 2; pass++) {
+			rq->n = 0;
+			for (size_t i = s->off[q]; i < s->off[q + 1]; i++) {
+				const struct sched_op *o = &s->ops[i];
+				int to, rr, cc;
+				if (send_peer_of(s, q, o, &to) != r) continue;
+				sched_locate(s, o->dir, to, &rr, &cc);
+				size_t k = at[key_of(s, o->dir, cc, o->mb, o->kind != OP_F)];
+				if (k == SIZE_MAX || p->ops[k].recv_peer != q)
+					return errf(err, "pp: schedule: %s of micro-batch %d (dir %d) on rank %d has no consumer on rank %d",
+					            op_kind_name((enum op_kind)o->kind), o->mb, o->dir, q, r);
+				if (pass) p->ops[k].recv_idx = rq->n;
+				rq->n++;
+			}
+			if (!pass) {
+				rq->req = calloc((size_t)rq->n + 1, sizeof *rq->req);
+				rq->buf = calloc((size_t)rq->n + 1, sizeof *rq->buf);
+				if (!rq->req || !rq->buf) return errf(err, "pp: out of memory");
+			}
+		}
+	}
+	for (size_t i = 0; i < p->nops; i++)
+		if (p->ops[i].recv_peer >= 0 && p->ops[i].recv_idx < 0)
+			return errf(err, "pp: schedule: rank %d's %s of micro-batch %d waits for a message rank %d never sends",
+			            r, op_kind_name((enum op_kind)p->ops[i].op.kind), p->ops[i].op.mb, p->ops[i].recv_peer);
+	return 0;
+}
+
+/* Stage, layers, copy and peers of each op of this rank. */
 static int resolve_ops(struct pp *p, const int *stage_layers, char *err)
 {
 	const struct sched *s = p->s;
@@ -143,50 +181,18 @@ static int resolve_ops(struct pp *p, const int *stage_layers, char *err)
 		o->l1 = p->layer0[o->stage + 1];
 		o->copy = o->op.dir;
 		o->recv_peer = o->recv_idx = -1;
-		int to, from = -1, c;
+		int to, from = -1, q, c;
 		o->send_peer = send_peer_of(s, r, &o->op, &to);
 		if (o->op.kind == OP_F && o->stage > 0) from = o->stage - 1;
 		if ((o->op.kind == OP_B || o->op.kind == OP_BW) && o->stage < s->nstages - 1) from = o->stage + 1;
 		if (from >= 0) {
-			int q;
 			sched_locate(s, o->op.dir, from, &q, &c);
 			if (q != r) o->recv_peer = q;
 		}
 		if (o->op.kind != OP_W) at[key_of(s, o->op.dir, o->op.chunk, o->op.mb, o->op.kind != OP_F)] = i;
 	}
-	/* each peer's sends to this rank, in the peer's order, name the op that consumes them */
-	int rc = 0;
-	for (int q = 0; q < s->pp && !rc; q++) {
-		if (q == r) continue;
-		struct pp_rq *rq = &p->rq[q];
-		for (int pass = 0; pass < 2 && !rc; pass++) {
-			rq->n = 0;
-			for (size_t i = s->off[q]; i < s->off[q + 1]; i++) {
-				const struct sched_op *o = &s->ops[i];
-				int to, dst = send_peer_of(s, q, o, &to), rr, cc;
-				if (dst != r) continue;
-				sched_locate(s, o->dir, to, &rr, &cc);
-				size_t k = at[key_of(s, o->dir, cc, o->mb, o->kind != OP_F)];
-				if (k == SIZE_MAX || p->ops[k].recv_peer != q) {
-					rc = errf(err, "pp: schedule: %s of micro-batch %d (dir %d) on rank %d has no consumer on rank %d",
-					          op_kind_name((enum op_kind)o->kind), o->mb, o->dir, q, r);
-					break;
-				}
-				if (pass) p->ops[k].recv_idx = rq->n;
-				rq->n++;
-			}
-			if (!pass && !rc) {
-				rq->req = calloc((size_t)rq->n + 1, sizeof *rq->req);
-				rq->buf = calloc((size_t)rq->n + 1, sizeof *rq->buf);
-				if (!rq->req || !rq->buf) rc = errf(err, "pp: out of memory");
-			}
-		}
-	}
+	int rc = build_queues(p, at, err);
 	free(at);
-	for (size_t i = 0; i < p->nops && !rc; i++)
-		if (p->ops[i].recv_peer >= 0 && p->ops[i].recv_idx < 0)
-			rc = errf(err, "pp: schedule: rank %d's %s of micro-batch %d waits for a message rank %d never sends",
-			          r, op_kind_name((enum op_kind)p->ops[i].op.kind), p->ops[i].op.mb, p->ops[i].recv_peer);
 	return rc;
 }
 
@@ -392,6 +398,7 @@ void pp_set_ready_hook(struct pp *p, pp_ready_fn fn, void *arg)
 }
 
 int pp_act_sets(const struct pp *p) { return p->nsets; }
+int pp_msg_buffers(const struct pp *p) { return p->nbufs; }
 int pp_copies(const struct pp *p) { return p->ncopies; }
 const struct sched *pp_sched(const struct pp *p) { return p->s; }
 

@@ -156,7 +156,7 @@ static const char *case_name(const struct pcase *c, char *buf, size_t n)
 	return buf;
 }
 
-/* Activation sets at the peak, reference/model.md §2.3 (m >= pp here for the last three). */
+/* Activation sets at the peak, reference/model.md §2.3 (m >= 2pp for DualPipe here). */
 static int expected_sets(enum schedule t, int pp, int r, int m)
 {
 	switch (t) {
@@ -164,6 +164,7 @@ static int expected_sets(enum schedule t, int pp, int r, int m)
 	case SCHED_1F1B: return pp - r < m ? pp - r : m;
 	case SCHED_ZBH1: return pp < m ? pp : m;
 	case SCHED_ZBH2: return 2 * pp - 1 < m ? 2 * pp - 1 : m;
+	case SCHED_DUALPIPE: return pp + 1; /* [DSV3 Table 2]: PP + 1 per device */
 	default: return -1;
 	}
 }
@@ -239,6 +240,9 @@ static void run_case(struct comm *pcomm, const struct ctx *x, const struct pcase
 	float loss = -1.0f;
 	if (pp_step(p, tok, tgt, &loss, err)) { CHECK(0, "%s: step: %s", name, err); goto out; }
 	CHECK_REL(loss, ref.loss, TOL, name);
+	float loss0 = loss;
+	if (comm_broadcast(pcomm, &loss0, &loss0, 1, COMM_F32, 0, err)) CHECK(0, "%s", err);
+	else CHECK(loss0 == loss, "%s: rank %d's step loss %.9g differs from rank 0's %.9g", name, rank, loss, loss0);
 
 	double gerr = 0.0;
 	int held = 0;
@@ -270,8 +274,8 @@ static void run_case(struct comm *pcomm, const struct ctx *x, const struct pcase
 		}
 	CHECK(perr <= TOL, "%s: rank %d: weights after AdamW differ by %.3g of their max", name, rank, perr);
 	if (rank == 0)
-		printf("%-32s loss %.6f (ref %.6f)  grad err %.2g  weight err %.2g  sets %d\n", name, loss, ref.loss,
-		       gerr, perr, pp_act_sets(p));
+		printf("%-32s loss %.6f (ref %.6f)  grad err %.2g  weight err %.2g  sets %d  msg bufs %d\n", name, loss, ref.loss,
+		       gerr, perr, pp_act_sets(p), pp_msg_buffers(p));
 out:
 	for (int k = 0; k < h.n; k++) free(h.snap[k]);
 	pp_destroy(p);
