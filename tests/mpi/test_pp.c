@@ -1,4 +1,4 @@
-/* Pipeline executor (runtime/pp.h) under mpirun, pp = number of ranks (2 or 4). For every
+/* Pipeline executor (runtime/pp.h) under mpirun, pp = number of ranks (2, 4 or 8). For every
  * schedule the step loss, the gradients of every tensor a rank holds (in every model copy),
  * and the weights after one clipped AdamW step must match a single-rank run of the same m
  * micro-batches on the same data (llama_forward / llama_backward with dloss = 1/m, then
@@ -408,14 +408,21 @@ int main(void)
 			{SCHED_DUALPIPE, 8, 1, 8, 0, 0, {0}},
 			{SCHED_DUALPIPEV, 8, 1, 8, 1, 1, {0}},
 		};
-		const struct pcase *cs = n == 2 ? two : four;
-		int nc = n == 2 ? (int)(sizeof two / sizeof two[0]) : n == 4 ? (int)(sizeof four / sizeof four[0]) : 0;
-		if (!nc) CHECK(0, "test_pp runs with 2 or 4 ranks, not %d", n);
+		static const struct pcase eight[] = {
+			{SCHED_INTERLEAVED, 8, 2, 16, 0, 0, {0}},
+			{SCHED_ZBV, 8, 1, 16, 0, 0, {0}},
+			{SCHED_DUALPIPE, 16, 1, 8, 1, 0, {0}},
+		};
+		const struct pcase *cs = n == 2 ? two : n == 4 ? four : eight;
+		int nc = n == 2 ? (int)(sizeof two / sizeof two[0]) : n == 4 ? (int)(sizeof four / sizeof four[0])
+		       : n == 8 ? (int)(sizeof eight / sizeof eight[0]) : 0;
+		if (!nc) CHECK(0, "test_pp runs with 2, 4 or 8 ranks, not %d", n);
 		for (int i = 0; i < nc; i++) run_case(pc, NULL, &cs[i]);
 		/* the plan path: 1F1B with the plan's even split */
+		const int L = n > 4 ? n : 4;
 		x->plan.nstage_layers = n;
-		for (int i = 0; i < n; i++) x->plan.stage_layers[i] = 4 / n + (i < 4 % n);
-		struct pcase plan_case = {SCHED_1F1B, 4, 1, 4, 0, 0, {0}};
+		for (int i = 0; i < n; i++) x->plan.stage_layers[i] = L / n + (i < L % n);
+		struct pcase plan_case = {SCHED_1F1B, 4, 1, L, 0, 0, {0}};
 		run_case(pc, x, &plan_case);
 		bad_inputs(pc, world);
 	}
