@@ -13,7 +13,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"
 # one BLAS thread per rank: the ranks already oversubscribe the cores
 export OPENBLAS_NUM_THREADS=1
-for run in "2" "4" "8" "4 --mca btl_vader_eager_limit 256 --mca btl_vader_rndv_eager_limit 256"; do
+for run in "2" "4" "8" "2 --mca btl_vader_eager_limit 256 --mca btl_vader_rndv_eager_limit 256"; do
 	np=${run%% *}; mca=${run#"$np"}
 	if [ ! -x "$B/tests/mpi/test_pp" ]; then bad "$B/tests/mpi/test_pp not built"; break; fi
 	timeout 120 mpirun --oversubscribe $mca -np "$np" "$B/tests/mpi/test_pp" >"$TMP/out" 2>"$TMP/err"

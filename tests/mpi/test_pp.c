@@ -1,8 +1,8 @@
 /* Pipeline executor (runtime/pp.h) under mpirun, pp = number of ranks (2, 4 or 8). For every
- * schedule the step loss, the gradients of every tensor a rank holds (in every model copy),
- * and the weights after one clipped AdamW step must match a single-rank run of the same m
- * micro-batches on the same data (llama_forward / llama_backward with dloss = 1/m, then
- * llama_step), within 1e-5 of each tensor's largest magnitude. Every rank computes that
+ * schedule, over two training steps, the step loss, the gradients of every tensor a rank holds
+ * (in every model copy) and the weights after each clipped AdamW step must match a single-rank
+ * run of the same m micro-batches on the same data (llama_forward / llama_backward with
+ * dloss = 1/m, then llama_step), within 1e-5 of each tensor's largest magnitude. Every rank computes that
  * reference itself with the plain single-rank model, which shares no code with the executor
  * beyond the per-layer passes. Also: the gradient-ready hook covers each held tensor exactly
  * once with gradients that no longer change, the op records follow the op list, the
@@ -68,47 +68,54 @@ static void opts(struct adamw_opts *o)
 	o->eps = 1e-4f;
 }
 
-/* The single-rank reference: gradients of the m micro-batches (dloss 1/m) and the model
- * after one AdamW step clipped at half the gradient norm (so clipping acts). */
+/* The single-rank reference over STEPS steps (batch k of step k): gradients of the m
+ * micro-batches (dloss 1/m), then an AdamW step clipped at half the gradient norm (so that
+ * clipping acts). */
+#define STEPS 2
 struct ref {
-	struct llama *m;
-	float *grads;
-	float loss, norm, max_norm;
+	float *grads[STEPS], *params[STEPS];   /* gradients of step k, weights after step k */
+	float loss[STEPS], norm[STEPS];
 };
 
 static int ref_run(const struct model *cfg, int m, const int *tok, const int *tgt, struct ref *r, char *err)
 {
 	memset(r, 0, sizeof *r);
+	struct llama *ml = NULL;
 	struct llama_acts *a = NULL;
-	if (llama_create(&r->m, cfg, NULL, err) || llama_acts_create(&a, r->m, MBS, SEQ, 0, err)) {
-		llama_acts_destroy(a);
-		return -1;
-	}
-	double loss = 0.0;
-	for (int j = 0; j < m; j++) {
-		loss += llama_forward(r->m, a, tok + (size_t)j * NTOK, tgt + (size_t)j * NTOK);
-		llama_backward(r->m, a, 1.0f / (float)m);
+	int rc = llama_create(&ml, cfg, NULL, err) || llama_acts_create(&a, ml, MBS, SEQ, 0, err) ? -1 : 0;
+	for (int k = 0; k < STEPS && !rc; k++) {
+		const size_t at = (size_t)k * (size_t)m * NTOK;
+		double loss = 0.0;
+		llama_zero_grad(ml);
+		for (int j = 0; j < m; j++) {
+			loss += llama_forward(ml, a, tok + at + (size_t)j * NTOK, tgt + at + (size_t)j * NTOK);
+			llama_backward(ml, a, 1.0f / (float)m);
+		}
+		r->loss[k] = (float)(loss / m);
+		r->grads[k] = malloc(sizeof(float) * ml->n_params);
+		r->params[k] = malloc(sizeof(float) * ml->n_params);
+		if (!r->grads[k] || !r->params[k]) { rc = errf(err, "out of memory"); break; }
+		memcpy(r->grads[k], ml->grads, sizeof(float) * ml->n_params);
+		float ss = 0.0f;
+		grad_sumsq(&ss, ml->grads, ml->n_params);
+		r->norm[k] = sqrtf(ss);
+		struct adamw_opts o;
+		opts(&o);
+		o.max_grad_norm = 0.5f * r->norm[k];
+		llama_step(ml, &o);
+		memcpy(r->params[k], ml->params, sizeof(float) * ml->n_params);
 	}
 	llama_acts_destroy(a);
-	r->loss = (float)(loss / m);
-	r->grads = malloc(sizeof(float) * r->m->n_params);
-	if (!r->grads) return errf(err, "out of memory");
-	memcpy(r->grads, r->m->grads, sizeof(float) * r->m->n_params);
-	float ss = 0.0f;
-	grad_sumsq(&ss, r->grads, r->m->n_params);
-	r->norm = sqrtf(ss);
-	r->max_norm = 0.5f * r->norm;
-	struct adamw_opts o;
-	opts(&o);
-	o.max_grad_norm = r->max_norm;
-	llama_step(r->m, &o);
-	return 0;
+	llama_destroy(ml);
+	return rc;
 }
 
 static void ref_free(struct ref *r)
 {
-	llama_destroy(r->m);
-	free(r->grads);
+	for (int k = 0; k < STEPS; k++) {
+		free(r->grads[k]);
+		free(r->params[k]);
+	}
 }
 
 /* max over elements |got - want| / max |want| of one tensor */
@@ -205,20 +212,69 @@ static void check_times(struct pp *p, const char *name, int rank)
 	CHECK(!bad, "%s: op records do not follow rank %d's op list", name, rank);
 }
 
+/* max over held tensors of tensor_err(models' buffer, reference buffer) */
+static double held_err(struct pp *p, struct llama *const *models, int grads, const float *want, int *held)
+{
+	double e = 0.0;
+	*held = 0;
+	for (int k = 0; k < pp_copies(p); k++)
+		for (int i = 0; i < models[k]->n_specs; i++) {
+			if (!pp_holds(p, k, i)) continue;
+			const struct param_spec *sp = &models[k]->specs[i];
+			const float *got = (grads ? models[k]->grads : models[k]->params) + sp->offset;
+			(*held)++;
+			e = fmax(e, tensor_err(got, want + sp->offset, sp->numel));
+		}
+	return e;
+}
+
+/* Step k of a case: loss, gradients, hook, op records, pool size, then AdamW and weights. */
+static int run_step(struct pp *p, struct comm *pcomm, struct llama *const *models, const struct ref *ref,
+                    struct hook *h, const struct pcase *c, const int *tok, const int *tgt, int k, const char *name)
+{
+	char err[ERR_LEN];
+	const int pp = comm_size(pcomm), rank = comm_rank(pcomm);
+	float loss = -1.0f, loss0, norm = -1.0f;
+	if (pp_step(p, tok, tgt, &loss, err)) { CHECK(0, "%s: step %d: %s", name, k, err); return -1; }
+	CHECK_REL(loss, ref->loss[k], TOL, name);
+	loss0 = loss;
+	if (comm_broadcast(pcomm, &loss0, &loss0, 1, COMM_F32, 0, err)) CHECK(0, "%s", err);
+	else CHECK(loss0 == loss, "%s: rank %d's step loss %.9g differs from rank 0's %.9g", name, rank, loss, loss0);
+	int held;
+	double gerr = held_err(p, models, 1, ref->grads[k], &held);
+	CHECK(held > 0 && gerr <= TOL, "%s: step %d, rank %d: gradients of %d held tensors differ by %.3g of their max",
+	      name, k, rank, held, gerr);
+	check_hook(h, p, models, name);
+	check_times(p, name, rank);
+	int want = expected_sets(c->type, pp, rank, c->m);
+	if (want > 0) CHECK(pp_act_sets(p) == want, "%s: rank %d: %d activation sets, want %d", name, rank, pp_act_sets(p), want);
+	struct adamw_opts o;
+	opts(&o);
+	o.max_grad_norm = 0.5f * ref->norm[k];
+	if (pp_adamw_step(p, &o, &norm, err)) { CHECK(0, "%s: adamw: %s", name, err); return -1; }
+	CHECK_REL(norm, ref->norm[k], TOL, name);
+	double perr = held_err(p, models, 0, ref->params[k], &held);
+	CHECK(perr <= TOL, "%s: step %d, rank %d: weights after AdamW differ by %.3g of their max", name, k, rank, perr);
+	if (rank == 0)
+		printf("%-32s step %d  loss %.6f (ref %.6f)  grad err %.2g  weight err %.2g  sets %d  msg bufs %d\n", name, k,
+		       loss, ref->loss[k], gerr, perr, pp_act_sets(p), pp_msg_buffers(p));
+	return 0;
+}
+
 /* Runs one case with pp_create (or pp_create_from_ctx when x is given). */
 static void run_case(struct comm *pcomm, const struct ctx *x, const struct pcase *c)
 {
 	char err[ERR_LEN], name[96];
 	case_name(c, name, sizeof name);
-	const int pp = comm_size(pcomm), rank = comm_rank(pcomm);
+	const int pp = comm_size(pcomm);
 	struct model cfg = tiny(c->layers, c->tied, c->moe);
-	int *tok = malloc(sizeof(int) * (size_t)c->m * NTOK), *tgt = malloc(sizeof(int) * (size_t)c->m * NTOK);
+	int *tok = malloc(sizeof(int) * STEPS * (size_t)c->m * NTOK), *tgt = malloc(sizeof(int) * STEPS * (size_t)c->m * NTOK);
 	struct ref ref = {0};
 	struct llama *models[2] = {NULL, NULL};
 	struct sched *s = NULL;
 	struct pp *p = NULL;
 	struct hook h = {0};
-	make_batch(tok, tgt, c->m, 77u + (unsigned)c->m);
+	make_batch(tok, tgt, STEPS * c->m, 77u + (unsigned)c->m);
 	if (ref_run(&cfg, c->m, tok, tgt, &ref, err)) { CHECK(0, "%s: reference: %s", name, err); goto out; }
 	int ncopies = c->type == SCHED_DUALPIPE ? 2 : 1;
 	for (int k = 0; k < ncopies; k++)
@@ -237,45 +293,12 @@ static void run_case(struct comm *pcomm, const struct ctx *x, const struct pcase
 	}
 	h.models = models;
 	pp_set_ready_hook(p, on_ready, &h);
-	float loss = -1.0f;
-	if (pp_step(p, tok, tgt, &loss, err)) { CHECK(0, "%s: step: %s", name, err); goto out; }
-	CHECK_REL(loss, ref.loss, TOL, name);
-	float loss0 = loss;
-	if (comm_broadcast(pcomm, &loss0, &loss0, 1, COMM_F32, 0, err)) CHECK(0, "%s", err);
-	else CHECK(loss0 == loss, "%s: rank %d's step loss %.9g differs from rank 0's %.9g", name, rank, loss, loss0);
-
-	double gerr = 0.0;
-	int held = 0;
-	for (int k = 0; k < ncopies; k++)
-		for (int i = 0; i < models[k]->n_specs; i++) {
-			if (!pp_holds(p, k, i)) continue;
-			const struct param_spec *sp = &models[k]->specs[i];
-			held++;
-			gerr = fmax(gerr, tensor_err(models[k]->grads + sp->offset, ref.grads + sp->offset, sp->numel));
-		}
-	CHECK(held > 0 && gerr <= TOL, "%s: rank %d: gradients of %d held tensors differ by %.3g of their max", name, rank, held, gerr);
-	check_hook(&h, p, models, name);
-	check_times(p, name, rank);
-	int want = expected_sets(c->type, pp, rank, c->m);
-	if (want > 0) CHECK(pp_act_sets(p) == want, "%s: rank %d: %d activation sets, want %d", name, rank, pp_act_sets(p), want);
-
-	struct adamw_opts o;
-	opts(&o);
-	o.max_grad_norm = ref.max_norm;
-	float norm = -1.0f;
-	if (pp_adamw_step(p, &o, &norm, err)) { CHECK(0, "%s: adamw: %s", name, err); goto out; }
-	CHECK_REL(norm, ref.norm, TOL, name);
-	double perr = 0.0;
-	for (int k = 0; k < ncopies; k++)
-		for (int i = 0; i < models[k]->n_specs; i++) {
-			if (!pp_holds(p, k, i)) continue;
-			const struct param_spec *sp = &models[k]->specs[i];
-			perr = fmax(perr, tensor_err(models[k]->params + sp->offset, ref.m->params + sp->offset, sp->numel));
-		}
-	CHECK(perr <= TOL, "%s: rank %d: weights after AdamW differ by %.3g of their max", name, rank, perr);
-	if (rank == 0)
-		printf("%-32s loss %.6f (ref %.6f)  grad err %.2g  weight err %.2g  sets %d  msg bufs %d\n", name, loss, ref.loss,
-		       gerr, perr, pp_act_sets(p), pp_msg_buffers(p));
+	for (int k = 0; k < STEPS; k++) {
+		for (int i = 0; i < h.n; i++) free(h.snap[i]);
+		h.n = 0;
+		if (run_step(p, pcomm, models, &ref, &h, c, tok + (size_t)k * (size_t)c->m * NTOK,
+		             tgt + (size_t)k * (size_t)c->m * NTOK, k, name)) break;
+	}
 out:
 	for (int k = 0; k < h.n; k++) free(h.snap[k]);
 	pp_destroy(p);
