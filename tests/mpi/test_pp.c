@@ -1,21 +1,23 @@
 /* Pipeline executor (runtime/pp.h) under mpirun, pp = number of ranks (2, 4 or 8). For every
- * schedule, over two training steps, the step loss, the gradients of every tensor a rank holds
- * (in every model copy) and the weights after each clipped AdamW step must match a single-rank
- * run of the same m micro-batches on the same data (llama_forward / llama_backward with
- * dloss = 1/m, then llama_step), within 1e-5 of each tensor's largest magnitude. Every rank computes that
- * reference itself with the plain single-rank model, which shares no code with the executor
- * beyond the per-layer passes. Also: the gradient-ready hook covers each held tensor exactly
- * once with gradients that no longer change, the op records follow the op list, the
- * activation pool matches the in-flight counts of reference/model.md §2.3, and bad inputs
- * fail with a message. AdamW's eps is 1e-4 here so that an update is a smooth function of
- * its gradient (with eps 1e-8 the first step is lr·sign(g), and a gradient within rounding
- * of zero could flip). */
+ * schedule, over two training steps, the step loss, the gradients of every tensor a rank
+ * holds (in every model copy) and the weights after each clipped AdamW step must match a
+ * single-rank run of the same m micro-batches on the same data (llama_forward /
+ * llama_backward with dloss = 1/m, then llama_step), within 1e-5 of each tensor's largest
+ * magnitude. Every rank computes that reference itself with the plain single-rank model,
+ * which shares no code with the executor beyond the per-layer passes. Also: the
+ * gradient-ready hook covers each held tensor exactly once with gradients that no longer
+ * change (and, with 4 ranks, drives runtime/dp's bucketed all-reduce for dp 2 x pp 2,
+ * overlapped with the pipeline); the op records follow the op list; the activation pool
+ * matches the in-flight counts of reference/model.md §2.3; bad inputs fail with a message.
+ * AdamW's eps is 1e-4 here so that an update is a smooth function of its gradient (with eps
+ * 1e-8 the first step is lr·sign(g), and a gradient within rounding of zero could flip). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/cpu.h"
 #include "runtime/comm.h"
 #include "runtime/ctx.h"
+#include "runtime/dp.h"
 #include "runtime/pp.h"
 #include "sim/util.h"
 #include "tests/test.h"
@@ -310,6 +312,87 @@ out:
 	free(tgt);
 }
 
+/* The ready hook driving runtime/dp's bucketed all-reduce: dp 2 x pp 2 on 4 ranks, zb-v. The
+ * averaged gradients must equal a single-rank run of both replicas' 2m micro-batches with
+ * dloss = 1/(2m), and on pipeline rank 0 (stages 0 and 3) buckets must have started when
+ * stage 0's layers are reported, i.e. while its last W ops still ran after stage 3 was done:
+ * the reduction overlaps the pipeline. The models hold every tensor for
+ * now, so the tensors this rank does not hold are marked ready (as zeros) up front. */
+struct dp_hook { struct dp *d; int calls, started_before_stage0; };
+
+static int dp_ready(void *arg, const struct pp_ready *r, char *err)
+{
+	struct dp_hook *h = arg;
+	h->calls++;
+	if (r->part == PP_PART_LAYERS && r->layer0 == 0) h->started_before_stage0 = dp_started(h->d);
+	return dp_grad_ready(h->d, r->off, r->count, err);
+}
+
+static void dp_overlap(struct comm *world)
+{
+	char err[ERR_LEN];
+	enum { M = 4 };
+	struct plan pl;
+	plan_defaults(&pl);
+	pl.pp = 2;
+	pl.dp = 2;
+	pl.gpus = 4;
+	pl.schedule = SCHED_ZBV;
+	pl.mbs = MBS;
+	pl.seq = SEQ;
+	pl.gbs = 2 * M;
+	pl.nstage_layers = 4;
+	for (int i = 0; i < 4; i++) pl.stage_layers[i] = 1;
+	struct model cfg = tiny(4, 0, 0);
+	struct ctx *x = NULL;
+	struct llama *m = NULL, *ref = NULL;
+	struct llama_acts *a = NULL;
+	struct pp *p = NULL;
+	struct dp *d = NULL;
+	int tok[2 * M * NTOK], tgt[2 * M * NTOK];
+	make_batch(tok, tgt, 2 * M, 4242u);
+	if (ctx_create(world, &pl, &x, err) || llama_create(&m, &cfg, NULL, err) || llama_create(&ref, &cfg, NULL, err) ||
+	    llama_acts_create(&a, ref, MBS, SEQ, 0, err)) { CHECK(0, "dp overlap: %s", err); goto out; }
+	for (int j = 0; j < 2 * M; j++) {
+		llama_forward(ref, a, tok + j * NTOK, tgt + j * NTOK);
+		llama_backward(ref, a, 1.0f / (2 * M));
+	}
+	struct llama *ms[2] = {m, NULL};
+	struct dp_cfg dc = {.bucket_params = 20000};
+	if (pp_create_from_ctx(x, ms, &p, err) || dp_create(ctx_comm(x, GROUP_DPCP), m->n_params, &dc, &d, err)) {
+		CHECK(0, "dp overlap: %s", err);
+		goto out;
+	}
+	struct dp_hook h = {d, 0, 0};
+	pp_set_ready_hook(p, dp_ready, &h);
+	int bad = dp_begin(d, m->grads, NULL, 0, err);
+	for (int i = 0; i < m->n_specs && !bad; i++)
+		if (!pp_holds(p, 0, i)) {
+			memset(m->grads + m->specs[i].offset, 0, sizeof(float) * m->specs[i].numel);
+			bad = dp_grad_ready(d, m->specs[i].offset, m->specs[i].numel, err);
+		}
+	const int r = comm_rank(ctx_comm(x, GROUP_DPCP));
+	if (!bad) bad = pp_step(p, tok + r * M * NTOK, tgt + r * M * NTOK, NULL, err);
+	if (!bad) bad = dp_finish(d, err);
+	if (bad) { CHECK(0, "dp overlap: %s", err); goto out; }
+	int held;
+	double e = held_err(p, &m, 1, ref->grads, &held);
+	CHECK(held > 0 && e <= TOL, "dp overlap: rank %d: averaged gradients differ by %.3g of their max", x->rank, e);
+	if (comm_rank(ctx_comm(x, GROUP_PP)) == 0)
+		CHECK(h.started_before_stage0 > 0, "dp overlap: rank %d: no bucket started before stage 0 finished "
+		      "(%d of %d buckets, %d hook calls)", x->rank, h.started_before_stage0, dp_nbuckets(d), h.calls);
+	if (x->rank == 0)
+		printf("dp 2 x pp 2 zb-v: grad err %.2g, %d of %d buckets started before stage 0 finished\n", e,
+		       h.started_before_stage0, dp_nbuckets(d));
+out:
+	dp_destroy(d);
+	pp_destroy(p);
+	llama_acts_destroy(a);
+	llama_destroy(ref);
+	llama_destroy(m);
+	ctx_destroy(x);
+}
+
 /* Bad inputs fail at creation (no communication), every rank alike. */
 static void bad_inputs(struct comm *pcomm, struct comm *world)
 {
@@ -448,6 +531,7 @@ int main(void)
 		struct pcase plan_case = {SCHED_1F1B, 4, 1, L, 0, 0, {0}};
 		run_case(pc, x, &plan_case);
 		bad_inputs(pc, world);
+		if (n == 4) dp_overlap(world);
 	}
 	ctx_destroy(x);
 	double cnt[2] = {test_passed, test_failed};
