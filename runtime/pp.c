@@ -80,7 +80,8 @@ static int check_cfg(const struct pp_cfg *c, char *err)
 		return errf(err, "pp: micro-batch B (%d) and T (%d) must be positive", c->B, c->T);
 	for (int d = 0; d < s->ndirs; d++)
 		if (!c->models[d])
-			return errf(err, "pp: %s needs %d model copies, copy %d is missing", schedule_name(s->type), s->ndirs, d);
+			return errf(err, "pp: %s needs %d model copies, copy %d is missing",
+			            schedule_name(s->type), s->ndirs, d);
 	const struct llama *m = c->models[0];
 	if (s->ndirs == 2) {
 		const struct llama *m1 = c->models[1];
@@ -107,7 +108,8 @@ static int op_dir(const struct sched *s, int chunk) { return s->ndirs == 2 ? chu
 /* Index of this rank's op of class F (0) or B/BW (1) for (dir, chunk, mb). */
 static size_t key_of(const struct sched *s, int dir, int chunk, int mb, int cls)
 {
-	return ((((size_t)dir * (size_t)s->chunks + (size_t)chunk) * (size_t)s->mb_per_dir + (size_t)mb) << 1) | (size_t)cls;
+	size_t k = ((size_t)dir * (size_t)s->chunks + (size_t)chunk) * (size_t)s->mb_per_dir + (size_t)mb;
+	return k << 1 | (size_t)cls;
 }
 
 /* The peer a sched op of rank `r` sends to (-1: none or the same rank). */
@@ -139,7 +141,8 @@ static int build_queues(struct pp *p, const size_t *at, char *err)
 				sched_locate(s, o->dir, to, &rr, &cc);
 				size_t k = at[key_of(s, o->dir, cc, o->mb, o->kind != OP_F)];
 				if (k == SIZE_MAX || p->ops[k].recv_peer != q)
-					return errf(err, "pp: schedule: %s of micro-batch %d (dir %d) on rank %d has no consumer on rank %d",
+					return errf(err, "pp: schedule: %s of micro-batch %d (dir %d) on rank %d "
+					            "has no consumer on rank %d",
 					            op_kind_name((enum op_kind)o->kind), o->mb, o->dir, q, r);
 				if (pass) p->ops[k].recv_idx = rq->n;
 				rq->n++;
@@ -547,7 +550,8 @@ static int run_op(struct pp *p, size_t i, const int *tokens, const int *targets,
 	const struct pp_op *o = &p->ops[i];
 	struct llama *m = p->models[o->copy];
 	struct llama_acts *a = p->sets[o->slot];
-	const size_t NC = p->msg_floats, row = ((size_t)o->op.dir * (size_t)p->s->mb_per_dir + (size_t)o->op.mb) * (size_t)p->N;
+	const size_t NC = p->msg_floats;
+	const size_t row = ((size_t)o->op.dir * (size_t)p->s->mb_per_dir + (size_t)o->op.mb) * (size_t)p->N;
 	const float dloss = 1.0f / (float)p->m;
 	struct pp_op_time *t = &p->times[i];
 	double tw = now_s();
@@ -640,7 +644,8 @@ static int finish_step(struct pp *p, float *loss, char *err)
 {
 	for (int q = 0; q < p->s->pp; q++)
 		if (p->rq[q].taken != p->rq[q].n)
-			return errf(err, "pp: rank %d consumed %d of %d messages from rank %d", p->rank, p->rq[q].taken, p->rq[q].n, q);
+			return errf(err, "pp: rank %d consumed %d of %d messages from rank %d",
+			            p->rank, p->rq[q].taken, p->rq[q].n, q);
 	if (reap_sends(p, 1, err)) return -1;
 	if (p->s->ndirs == 2 && exchange_copies(p, err)) return -1;
 	if (p->tied_sum && sum_tied(p, err)) return -1;
@@ -666,7 +671,8 @@ int pp_step(struct pp *p, const int *tokens, const int *targets, float *loss, ch
 	for (int c = 0; c < p->ncopies; c++) {
 		struct llama *m = p->models[c];
 		for (int i = 0; i < m->n_specs; i++)
-			if (p->hold[c][i] & HOLD) memset(m->grads + m->specs[i].offset, 0, sizeof(float) * m->specs[i].numel);
+			if (p->hold[c][i] & HOLD)
+				memset(m->grads + m->specs[i].offset, 0, sizeof(float) * m->specs[i].numel);
 	}
 	int rc = 0;
 	for (int q = 0; q < p->s->pp && !rc; q++) {
