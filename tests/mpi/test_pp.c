@@ -531,6 +531,22 @@ int main(void)
 		struct pcase plan_case = {SCHED_1F1B, 4, 1, L, 0, 0, {0}};
 		run_case(pc, x, &plan_case);
 		bad_inputs(pc, world);
+		/* one-rank pipelines (each rank alone): every stage hand-off is local */
+		struct comm *self = NULL;
+		int me = comm_rank(world);
+		if (comm_create_group(world, &me, 1, "self", &self, err)) {
+			CHECK(0, "%s", err);
+		} else {
+			static const struct pcase solo[] = {
+				{SCHED_1F1B, 4, 1, 4, 0, 0, {0}},
+				{SCHED_INTERLEAVED, 4, 3, 4, 0, 0, {2, 0, 2}},
+				{SCHED_ZBV, 4, 1, 4, 1, 0, {0}},
+				{SCHED_DUALPIPEV, 2, 1, 4, 0, 1, {0}},
+			};
+			for (int i = 0; n == 2 && me == 0 && i < (int)(sizeof solo / sizeof solo[0]); i++)
+				run_case(self, NULL, &solo[i]);
+		}
+		comm_destroy(self);
 		if (n == 4) dp_overlap(world);
 	}
 	ctx_destroy(x);
