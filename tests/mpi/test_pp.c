@@ -8,7 +8,8 @@
  * gradient-ready hook covers each held tensor exactly once with gradients that no longer
  * change (and, with 4 ranks, drives runtime/dp's bucketed all-reduce for dp 2 x pp 2,
  * overlapped with the pipeline); the op records follow the op list; the activation pool
- * matches the in-flight counts of reference/model.md §2.3; bad inputs fail with a message.
+ * matches the in-flight counts of reference/model.md §2.3; one-rank pipelines (every hand-off
+ * between chunks local) give the same results; bad inputs fail with a message.
  * AdamW's eps is 1e-4 here so that an update is a smooth function of its gradient (with eps
  * 1e-8 the first step is lr·sign(g), and a gradient within rounding of zero could flip). */
 #include <math.h>
