@@ -1,0 +1,716 @@
+/* pp — the pipeline executor (runtime/pp.h). Creation resolves this rank's op list once: each
+ * op's stage, layer range, model copy, activation set, and which message it receives (peer
+ * and position in that peer's send order) or sends; pp_step then walks the list. The
+ * end-of-step summations (DualPipe copies, tied embedding, loss) are collectives over the
+ * pipeline group, issued in the same order by every rank. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/cpu.h"
+#include "runtime/ctx.h"
+#include "runtime/pp.h"
+#include "sim/util.h"
+
+#define RECV_AHEAD 2     /* receives kept posted ahead of use, per peer */
+#define HOLD 1           /* hold[] flags: this rank holds the tensor ... */
+#define COUNT 2          /* ... and counts it in the global gradient norm */
+
+struct pp_op {
+	struct sched_op op;
+	int stage, l0, l1, copy, slot;
+	int recv_peer, recv_idx;   /* message consumed before the op; peer -1: none (or local) */
+	int send_peer;             /* message produced by the op; -1: none (or local) */
+	int chunk_done;            /* last W/BW of its chunk: the chunk's gradients are final */
+};
+
+struct pp_rq {                     /* messages from one peer, in the order the peer sends them */
+	int n, posted, taken;
+	struct comm_req **req;
+	float **buf;
+};
+
+struct pp_send { struct comm_req *req; float *buf; };
+
+struct pp {
+	const struct sched *s;
+	struct sched *own_sched;
+	struct comm *comm;
+	int rank;
+	struct llama *models[2];
+	int ncopies, B, T, N, m;
+	size_t msg_floats;             /* N * hidden */
+	int *layer0;                   /* nstages + 1: first decoder block of each stage */
+	struct pp_op *ops;
+	size_t nops;
+	int nsets;
+	struct llama_acts **sets;
+	struct pp_rq *rq;              /* [pp] */
+	float **pool;                  /* free message buffers */
+	int npool;
+	float **bufs;                  /* every message buffer, for pp_destroy */
+	int nbufs, cap_bufs;
+	struct pp_send *sends;
+	int nsends, cap_sends;
+	unsigned char *hold[2];        /* per spec of each copy: HOLD | COUNT */
+	int embed_spec;
+	int has_first, has_last;       /* this rank holds stage 0 / the last stage of some copy */
+	int tied_sum;                  /* a tied embedding is used on several ranks or copies */
+	float *tied_buf;
+	int partner;                   /* DualPipe: pp-1-rank; else -1 */
+	float *xsend, *xrecv;          /* DualPipe exchange: copy 0 then copy 1 held gradients */
+	size_t xlen[2];
+	pp_ready_fn ready;
+	void *ready_arg;
+	struct pp_op_time *times;
+	double loss_sum, t0;
+	int broken;
+};
+
+/* ---- creation ------------------------------------------------------------------------- */
+
+static int check_cfg(const struct pp_cfg *c, char *err)
+{
+	const struct sched *s = c->sched;
+	if (!s) return errf(err, "pp: no schedule given");
+	if (!c->comm) return errf(err, "pp: no pipeline communicator given");
+	if (comm_size(c->comm) != s->pp)
+		return errf(err, "pp: pipeline group has %d ranks but the schedule has pp %d", comm_size(c->comm), s->pp);
+	if (c->B <= 0 || c->T <= 0)
+		return errf(err, "pp: micro-batch B (%d) and T (%d) must be positive", c->B, c->T);
+	for (int d = 0; d < s->ndirs; d++)
+		if (!c->models[d])
+			return errf(err, "pp: %s needs %d model copies, copy %d is missing",
+			            schedule_name(s->type), s->ndirs, d);
+	const struct llama *m = c->models[0];
+	if (s->ndirs == 2) {
+		const struct llama *m1 = c->models[1];
+		if (m1 == m) return errf(err, "pp: dualpipe needs two distinct model copies");
+		if (m1->n_params != m->n_params || m1->cfg.layers != m->cfg.layers || m1->cfg.hidden != m->cfg.hidden)
+			return errf(err, "pp: dualpipe model copies differ in shape");
+	}
+	if (!c->stage_layers) return errf(err, "pp: no stage_layers given");
+	int sum = 0;
+	for (int i = 0; i < s->nstages; i++) {
+		if (c->stage_layers[i] < 0)
+			return errf(err, "pp: stage_layers[%d] (%d) must be >= 0", i, c->stage_layers[i]);
+		sum += c->stage_layers[i];
+	}
+	if (sum != m->cfg.layers)
+		return errf(err, "pp: stage_layers sum to %d, not the model's layers (%d)", sum, m->cfg.layers);
+	if (!m->cfg.tied && m->lm_head != m->final_norm + (size_t)m->cfg.hidden)
+		return errf(err, "pp: model layout: lm_head does not follow final_norm");
+	return 0;
+}
+
+static int op_dir(const struct sched *s, int chunk) { return s->ndirs == 2 ? chunk : 0; }
+
+/* Index of this rank's op of class F (0) or B/BW (1) for (dir, chunk, mb). */
+static size_t key_of(const struct sched *s, int dir, int chunk, int mb, int cls)
+{
+	size_t k = ((size_t)dir * (size_t)s->chunks + (size_t)chunk) * (size_t)s->mb_per_dir + (size_t)mb;
+	return k << 1 | (size_t)cls;
+}
+
+/* The peer a sched op of rank `r` sends to (-1: none or the same rank). */
+static int send_peer_of(const struct sched *s, int r, const struct sched_op *o, int *to_stage)
+{
+	int st = sched_stage(s, r, o->chunk, o->dir), q, c;
+	if (o->kind == OP_F && st < s->nstages - 1) *to_stage = st + 1;
+	else if ((o->kind == OP_B || o->kind == OP_BW) && st > 0) *to_stage = st - 1;
+	else return -1;
+	sched_locate(s, o->dir, *to_stage, &q, &c);
+	return q == r ? -1 : q;
+}
+
+/* Each peer's sends to this rank, in the peer's own order, each naming the op here that
+ * consumes it (at[]: this rank's op index by key_of). */
+static int build_queues(struct pp *p, const size_t *at, char *err)
+{
+	const struct sched *s = p->s;
+	const int r = p->rank;
+	for (int q = 0; q < s->pp; q++) {
+		if (q == r) continue;
+		struct pp_rq *rq = &p->rq[q];
+		for (int pass = 0; pass < 2; pass++) {
+			rq->n = 0;
+			for (size_t i = s->off[q]; i < s->off[q + 1]; i++) {
+				const struct sched_op *o = &s->ops[i];
+				int to, rr, cc;
+				if (send_peer_of(s, q, o, &to) != r) continue;
+				sched_locate(s, o->dir, to, &rr, &cc);
+				size_t k = at[key_of(s, o->dir, cc, o->mb, o->kind != OP_F)];
+				if (k == SIZE_MAX || p->ops[k].recv_peer != q)
+					return errf(err, "pp: schedule: %s of micro-batch %d (dir %d) on rank %d "
+					            "has no consumer on rank %d",
+					            op_kind_name((enum op_kind)o->kind), o->mb, o->dir, q, r);
+				if (pass) p->ops[k].recv_idx = rq->n;
+				rq->n++;
+			}
+			if (!pass) {
+				rq->req = calloc((size_t)rq->n + 1, sizeof *rq->req);
+				rq->buf = calloc((size_t)rq->n + 1, sizeof *rq->buf);
+				if (!rq->req || !rq->buf) return errf(err, "pp: out of memory");
+			}
+		}
+	}
+	for (size_t i = 0; i < p->nops; i++)
+		if (p->ops[i].recv_peer >= 0 && p->ops[i].recv_idx < 0)
+			return errf(err, "pp: schedule: rank %d's %s of micro-batch %d waits for a message rank %d never sends",
+			            r, op_kind_name((enum op_kind)p->ops[i].op.kind), p->ops[i].op.mb, p->ops[i].recv_peer);
+	return 0;
+}
+
+/* Stage, layers, copy and peers of each op of this rank. */
+static int resolve_ops(struct pp *p, const int *stage_layers, char *err)
+{
+	const struct sched *s = p->s;
+	const int r = p->rank;
+	const struct sched_op *mine = s->ops + s->off[r];
+	p->nops = sched_rank_len(s, r);
+	p->ops = calloc(p->nops ? p->nops : 1, sizeof *p->ops);
+	p->layer0 = malloc(sizeof(int) * ((size_t)s->nstages + 1));
+	size_t nkeys = key_of(s, s->ndirs - 1, s->chunks - 1, s->mb_per_dir - 1, 1) + 1;
+	size_t *at = malloc(sizeof(size_t) * nkeys);
+	if (!p->ops || !p->layer0 || !at) { free(at); return errf(err, "pp: out of memory"); }
+	p->layer0[0] = 0;
+	for (int i = 0; i < s->nstages; i++) p->layer0[i + 1] = p->layer0[i] + stage_layers[i];
+	for (size_t k = 0; k < nkeys; k++) at[k] = SIZE_MAX;
+	for (size_t i = 0; i < p->nops; i++) {
+		struct pp_op *o = &p->ops[i];
+		o->op = mine[i];
+		o->stage = sched_stage(s, r, o->op.chunk, o->op.dir);
+		o->l0 = p->layer0[o->stage];
+		o->l1 = p->layer0[o->stage + 1];
+		o->copy = o->op.dir;
+		o->recv_peer = o->recv_idx = -1;
+		int to, from = -1, q, c;
+		o->send_peer = send_peer_of(s, r, &o->op, &to);
+		if (o->op.kind == OP_F && o->stage > 0) from = o->stage - 1;
+		if ((o->op.kind == OP_B || o->op.kind == OP_BW) && o->stage < s->nstages - 1) from = o->stage + 1;
+		if (from >= 0) {
+			sched_locate(s, o->op.dir, from, &q, &c);
+			if (q != r) o->recv_peer = q;
+		}
+		if (o->op.kind != OP_W) at[key_of(s, o->op.dir, o->op.chunk, o->op.mb, o->op.kind != OP_F)] = i;
+	}
+	int rc = build_queues(p, at, err);
+	free(at);
+	return rc;
+}
+
+/* Activation sets: a (dir, mb) takes a set at its first op on this rank (an F) and returns it
+ * after its last; the pool is the peak number taken. */
+static int assign_sets(struct pp *p, char *err)
+{
+	const struct sched *s = p->s;
+	size_t nkeys = (size_t)s->ndirs * (size_t)s->mb_per_dir;
+	size_t *last = malloc(sizeof(size_t) * nkeys);
+	int *slot = malloc(sizeof(int) * nkeys), *freel = malloc(sizeof(int) * (nkeys + 1));
+	size_t *chunk_last = malloc(sizeof(size_t) * (size_t)s->chunks);
+	int rc = 0, nfree = 0, used = 0;
+	if (!last || !slot || !freel || !chunk_last) { rc = errf(err, "pp: out of memory"); goto out; }
+	for (size_t k = 0; k < nkeys; k++) { last[k] = SIZE_MAX; slot[k] = -1; }
+	for (int c = 0; c < s->chunks; c++) chunk_last[c] = SIZE_MAX;
+	for (size_t i = 0; i < p->nops; i++) {
+		const struct sched_op *o = &p->ops[i].op;
+		last[(size_t)o->dir * (size_t)s->mb_per_dir + (size_t)o->mb] = i;
+		if (o->kind == OP_W || o->kind == OP_BW) chunk_last[o->chunk] = i;
+	}
+	for (size_t i = 0; i < p->nops; i++) {
+		struct pp_op *o = &p->ops[i];
+		size_t k = (size_t)o->op.dir * (size_t)s->mb_per_dir + (size_t)o->op.mb;
+		if (slot[k] < 0) {
+			if (o->op.kind != OP_F) {
+				rc = errf(err, "pp: schedule: rank %d runs %s of micro-batch %d before its F",
+				          p->rank, op_kind_name((enum op_kind)o->op.kind), o->op.mb);
+				goto out;
+			}
+			slot[k] = nfree ? freel[--nfree] : used++;
+		}
+		o->slot = slot[k];
+		if (last[k] == i) freel[nfree++] = slot[k];
+		o->chunk_done = chunk_last[o->op.chunk] == i;
+	}
+	p->nsets = used;
+out:
+	free(last);
+	free(slot);
+	free(freel);
+	free(chunk_last);
+	return rc;
+}
+
+/* Which tensors of which copy this rank holds and counts once in the global norm. */
+static int mark_holdings(struct pp *p, char *err)
+{
+	const struct sched *s = p->s;
+	const struct llama *m = p->models[0];
+	p->embed_spec = -1;
+	int fn_spec = -1, head_spec = -1;
+	for (int i = 0; i < m->n_specs; i++) {
+		if (m->specs[i].offset == m->embed && m->specs[i].layer < 0) p->embed_spec = i;
+		if (m->specs[i].offset == m->final_norm && m->specs[i].layer < 0) fn_spec = i;
+		if (!m->cfg.tied && m->specs[i].offset == m->lm_head && m->specs[i].layer < 0) head_spec = i;
+	}
+	if (p->embed_spec < 0 || fn_spec < 0 || (!m->cfg.tied && head_spec < 0))
+		return errf(err, "pp: model has no embed, final_norm or lm_head tensor");
+	for (int c = 0; c < p->ncopies; c++) {
+		p->hold[c] = calloc((size_t)m->n_specs, 1);
+		if (!p->hold[c]) return errf(err, "pp: out of memory");
+	}
+	for (int ch = 0; ch < s->chunks; ch++) {
+		int dir = op_dir(s, ch), st = sched_stage(s, p->rank, ch, dir);
+		unsigned char *h = p->hold[dir], cnt = dir == 0 ? COUNT : 0;
+		for (int i = 0; i < m->n_specs; i++) {
+			int l = m->specs[i].layer;
+			if (l >= p->layer0[st] && l < p->layer0[st + 1]) h[i] |= HOLD | cnt;
+		}
+		if (st == 0) {
+			h[p->embed_spec] |= HOLD | cnt;
+			p->has_first = 1;
+		}
+		if (st == s->nstages - 1) {
+			h[fn_spec] |= HOLD | cnt;
+			if (head_spec >= 0) h[head_spec] |= HOLD | cnt;
+			else h[p->embed_spec] |= HOLD; /* tied: counted where stage 0 lives */
+			p->has_last = 1;
+		}
+	}
+	int r0, rl, c;
+	sched_locate(s, 0, 0, &r0, &c);
+	sched_locate(s, 0, s->nstages - 1, &rl, &c);
+	p->tied_sum = m->cfg.tied && (s->ndirs == 2 || r0 != rl);
+	if (p->tied_sum && !(p->tied_buf = malloc(sizeof(float) * m->specs[p->embed_spec].numel)))
+		return errf(err, "pp: out of memory");
+	if (s->ndirs == 2) {
+		p->partner = s->pp - 1 - p->rank;
+		for (int cp = 0; cp < 2; cp++)
+			for (int i = 0; i < m->n_specs; i++)
+				if ((p->hold[cp][i] & HOLD) && !(p->tied_sum && i == p->embed_spec))
+					p->xlen[cp] += m->specs[i].numel;
+		size_t n = p->xlen[0] + p->xlen[1];
+		p->xsend = malloc(sizeof(float) * (n ? n : 1));
+		p->xrecv = malloc(sizeof(float) * (n ? n : 1));
+		if (!p->xsend || !p->xrecv) return errf(err, "pp: out of memory");
+	}
+	return 0;
+}
+
+int pp_create(const struct pp_cfg *cfg, struct pp **out, char *err)
+{
+	*out = NULL;
+	if (check_cfg(cfg, err)) return -1;
+	struct pp *p = calloc(1, sizeof *p);
+	if (!p) return errf(err, "pp: out of memory");
+	const struct sched *s = cfg->sched;
+	p->s = s;
+	p->comm = cfg->comm;
+	p->rank = comm_rank(cfg->comm);
+	p->ncopies = s->ndirs;
+	p->models[0] = cfg->models[0];
+	p->models[1] = s->ndirs == 2 ? cfg->models[1] : NULL;
+	p->B = cfg->B;
+	p->T = cfg->T;
+	p->N = cfg->B * cfg->T;
+	p->m = s->m;
+	p->partner = -1;
+	p->msg_floats = (size_t)p->N * (size_t)p->models[0]->cfg.hidden;
+	p->rq = calloc((size_t)s->pp, sizeof *p->rq);
+	int rc = p->rq ? 0 : errf(err, "pp: out of memory");
+	if (!rc) rc = resolve_ops(p, cfg->stage_layers, err);
+	if (!rc) rc = assign_sets(p, err);
+	if (!rc) rc = mark_holdings(p, err);
+	if (!rc) {
+		int split_w = 0;
+		for (size_t i = 0; i < p->nops; i++) split_w |= p->ops[i].op.kind == OP_W;
+		p->sets = calloc((size_t)p->nsets + 1, sizeof *p->sets);
+		p->times = calloc(p->nops + 1, sizeof *p->times);
+		p->pool = malloc(sizeof(float *) * 1);
+		if (!p->sets || !p->times || !p->pool) rc = errf(err, "pp: out of memory");
+		for (int i = 0; i < p->nsets && !rc; i++)
+			rc = llama_acts_create(&p->sets[i], p->models[0], p->B, p->T, split_w, err);
+	}
+	if (rc) {
+		pp_destroy(p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+int pp_create_from_ctx(const struct ctx *x, struct llama *const *models, struct pp **out, char *err)
+{
+	*out = NULL;
+	const struct plan *pl = &x->plan;
+	int vpp = pl->schedule == SCHED_INTERLEAVED ? pl->vpp : 1;
+	if (pl->dp <= 0 || pl->mbs <= 0 || pl->gbs <= 0)
+		return errf(err, "pp: plan has no resolved dp, mbs and gbs (call plan_resolve)");
+	struct sched *s = sched_create(pl->schedule, pl->pp, plan_microbatches(pl), vpp, err);
+	if (!s) return -1;
+	if (pl->nstage_layers != s->nstages) {
+		errf(err, "pp: plan has %d stage_layers entries but %s has %d stages (call plan_resolve)",
+		     pl->nstage_layers, schedule_name(pl->schedule), s->nstages);
+		sched_destroy(s);
+		return -1;
+	}
+	struct pp_cfg c = {.sched = s, .comm = ctx_comm(x, GROUP_PP), .stage_layers = pl->stage_layers,
+	                   .models = {models[0], s->ndirs == 2 ? models[1] : NULL}, .B = pl->mbs, .T = pl->seq};
+	if (pp_create(&c, out, err)) {
+		sched_destroy(s);
+		return -1;
+	}
+	(*out)->own_sched = s;
+	return 0;
+}
+
+void pp_destroy(struct pp *p)
+{
+	if (!p) return;
+	if (p->rq)
+		for (int q = 0; q < p->s->pp; q++) {
+			free(p->rq[q].req);
+			free(p->rq[q].buf);
+		}
+	free(p->rq);
+	if (p->sets)
+		for (int i = 0; i < p->nsets; i++) llama_acts_destroy(p->sets[i]);
+	free(p->sets);
+	/* after a failed step, requests may still target the buffers: leave them to the exit */
+	if (!p->broken)
+		for (int i = 0; i < p->nbufs; i++) free(p->bufs[i]);
+	free(p->bufs);
+	free(p->pool);
+	free(p->sends);
+	free(p->hold[0]);
+	free(p->hold[1]);
+	free(p->tied_buf);
+	free(p->xsend);
+	free(p->xrecv);
+	free(p->times);
+	free(p->ops);
+	free(p->layer0);
+	sched_destroy(p->own_sched);
+	free(p);
+}
+
+void pp_set_ready_hook(struct pp *p, pp_ready_fn fn, void *arg)
+{
+	p->ready = fn;
+	p->ready_arg = arg;
+}
+
+int pp_act_sets(const struct pp *p) { return p->nsets; }
+int pp_msg_buffers(const struct pp *p) { return p->nbufs; }
+int pp_copies(const struct pp *p) { return p->ncopies; }
+const struct sched *pp_sched(const struct pp *p) { return p->s; }
+
+int pp_holds(const struct pp *p, int copy, int spec)
+{
+	if (copy < 0 || copy >= p->ncopies || spec < 0 || spec >= p->models[0]->n_specs) return 0;
+	return p->hold[copy][spec] & HOLD;
+}
+
+const struct pp_op_time *pp_times(const struct pp *p, size_t *n)
+{
+	*n = p->nops;
+	return p->times;
+}
+
+/* ---- message buffers and queues --------------------------------------------------------- */
+
+static float *buf_get(struct pp *p, char *err)
+{
+	if (p->npool) return p->pool[--p->npool];
+	if (p->nbufs == p->cap_bufs) {
+		int cap = p->cap_bufs ? 2 * p->cap_bufs : 8;
+		float **b = realloc(p->bufs, sizeof(float *) * (size_t)cap);
+		float **pl = b ? realloc(p->pool, sizeof(float *) * (size_t)cap) : NULL;
+		if (b) p->bufs = b;
+		if (!pl) { errf(err, "pp: out of memory for message buffers"); return NULL; }
+		p->pool = pl;
+		p->cap_bufs = cap;
+	}
+	float *f = malloc(sizeof(float) * p->msg_floats);
+	if (!f) { errf(err, "pp: out of memory for message buffers"); return NULL; }
+	p->bufs[p->nbufs++] = f;
+	return f;
+}
+
+static void buf_put(struct pp *p, float *f) { p->pool[p->npool++] = f; }
+
+/* Posts the receives from `peer` up to position k (in the peer's send order). */
+static int post_upto(struct pp *p, int peer, int k, char *err)
+{
+	struct pp_rq *q = &p->rq[peer];
+	while (q->posted < q->n && q->posted <= k) {
+		float *b = buf_get(p, err);
+		if (!b) return -1;
+		q->buf[q->posted] = b;
+		if (comm_irecv(p->comm, b, p->msg_floats, COMM_F32, peer, &q->req[q->posted], err)) {
+			buf_put(p, b);
+			return -1;
+		}
+		q->posted++;
+	}
+	return 0;
+}
+
+/* Waits for message k from `peer`; the caller returns the buffer with buf_put. */
+static float *take_msg(struct pp *p, int peer, int k, char *err)
+{
+	struct pp_rq *q = &p->rq[peer];
+	if (post_upto(p, peer, k, err)) return NULL;
+	if (k >= q->posted || !q->buf[k]) {
+		errf(err, "pp: message %d from rank %d was taken twice", k, peer);
+		return NULL;
+	}
+	if (comm_wait(q->req[k], err)) { q->req[k] = NULL; return NULL; }
+	q->req[k] = NULL;
+	float *b = q->buf[k];
+	q->buf[k] = NULL;
+	q->taken++;
+	if (post_upto(p, peer, q->taken + RECV_AHEAD - 1, err)) { buf_put(p, b); return NULL; }
+	return b;
+}
+
+static int send_msg(struct pp *p, const float *src, int peer, char *err)
+{
+	if (p->nsends == p->cap_sends) {
+		int cap = p->cap_sends ? 2 * p->cap_sends : 8;
+		struct pp_send *n = realloc(p->sends, sizeof *n * (size_t)cap);
+		if (!n) return errf(err, "pp: out of memory");
+		p->sends = n;
+		p->cap_sends = cap;
+	}
+	float *b = buf_get(p, err);
+	if (!b) return -1;
+	memcpy(b, src, sizeof(float) * p->msg_floats);
+	struct pp_send *sd = &p->sends[p->nsends];
+	if (comm_isend(p->comm, b, p->msg_floats, COMM_F32, peer, &sd->req, err)) { buf_put(p, b); return -1; }
+	sd->buf = b;
+	p->nsends++;
+	return 0;
+}
+
+/* Completes sends (all of them with `all`, else those already done) and frees their buffers. */
+static int reap_sends(struct pp *p, int all, char *err)
+{
+	for (int i = 0; i < p->nsends;) {
+		int done = 1;
+		if (!all && comm_test(p->sends[i].req, &done, err)) return -1;
+		if (!done) { i++; continue; }
+		if (comm_wait(p->sends[i].req, err)) return -1;
+		buf_put(p, p->sends[i].buf);
+		p->sends[i] = p->sends[--p->nsends];
+	}
+	return 0;
+}
+
+/* ---- gradient-ready hook -------------------------------------------------------------- */
+
+static int fire(struct pp *p, int copy, enum pp_part part, int l0, int l1, size_t off, size_t count, char *err)
+{
+	if (!p->ready || !count) return 0;
+	struct pp_ready r = {copy, part, l0, l1, off, count};
+	return p->ready(p->ready_arg, &r, err) ? -1 : 0;
+}
+
+/* The ranges of chunk `ch`. A tied embedding is reported by finish_step instead, once its
+ * uses on stage 0 and the last stage are summed. */
+static int fire_chunk(struct pp *p, int ch, char *err)
+{
+	const struct sched *s = p->s;
+	int dir = op_dir(s, ch), st = sched_stage(s, p->rank, ch, dir), l0 = p->layer0[st], l1 = p->layer0[st + 1];
+	const struct llama *m = p->models[dir];
+	const struct param_spec *e = &m->specs[p->embed_spec];
+	int tied = m->cfg.tied;
+	if (l1 > l0) {
+		size_t lo = SIZE_MAX, hi = 0;
+		for (int i = 0; i < m->n_specs; i++) {
+			const struct param_spec *sp = &m->specs[i];
+			if (sp->layer < l0 || sp->layer >= l1) continue;
+			if (sp->offset < lo) lo = sp->offset;
+			if (sp->offset + sp->numel > hi) hi = sp->offset + sp->numel;
+		}
+		if (fire(p, dir, PP_PART_LAYERS, l0, l1, lo, hi - lo, err)) return -1;
+	}
+	if (st == 0 && !tied && fire(p, dir, PP_PART_EMBED, -1, -1, e->offset, e->numel, err)) return -1;
+	if (st == s->nstages - 1) {
+		size_t n = (size_t)m->cfg.hidden + (tied ? 0 : (size_t)m->cfg.vocab * (size_t)m->cfg.hidden);
+		if (fire(p, dir, PP_PART_HEAD, -1, -1, m->final_norm, n, err)) return -1;
+	}
+	return 0;
+}
+
+/* ---- the step ------------------------------------------------------------------------- */
+
+static int run_op(struct pp *p, size_t i, const int *tokens, const int *targets, char *err)
+{
+	const struct pp_op *o = &p->ops[i];
+	struct llama *m = p->models[o->copy];
+	struct llama_acts *a = p->sets[o->slot];
+	const size_t NC = p->msg_floats;
+	const size_t row = ((size_t)o->op.dir * (size_t)p->s->mb_per_dir + (size_t)o->op.mb) * (size_t)p->N;
+	const float dloss = 1.0f / (float)p->m;
+	struct pp_op_time *t = &p->times[i];
+	double tw = now_s();
+	float *in = NULL;
+	if (o->recv_peer >= 0 && !(in = take_msg(p, o->recv_peer, o->recv_idx, err))) return -1;
+	t->start_s = now_s() - p->t0;
+	t->wait_s = t->start_s - (tw - p->t0);
+	int rc = 0;
+	if (o->op.kind == OP_F) {
+		if (o->stage == 0) llama_embed_forward(m, a, tokens + row);
+		else if (in) memcpy(a->res + (size_t)o->l0 * NC, in, sizeof(float) * NC);
+		llama_layers_forward(m, a, o->l0, o->l1);
+		p->loss_sum += llama_aux_loss(m, a, o->l0, o->l1);
+		if (o->stage == p->s->nstages - 1) p->loss_sum += llama_head_forward(m, a, targets + row);
+		if (o->send_peer >= 0) rc = send_msg(p, a->res + (size_t)o->l1 * NC, o->send_peer, err);
+	} else if (o->op.kind == OP_W) {
+		for (int l = o->l1 - 1; l >= o->l0; l--) llama_layer_backward_w(m, a, l);
+	} else {
+		if (o->stage == p->s->nstages - 1) {
+			llama_head_backward(m, a, dloss);
+		} else {
+			a->dloss = dloss; /* MoE aux-loss gradients read it */
+			if (in) memcpy(a->dres, in, sizeof(float) * NC);
+		}
+		for (int l = o->l1 - 1; l >= o->l0; l--) {
+			llama_layer_backward_b(m, a, l);
+			if (o->op.kind == OP_BW) llama_layer_backward_w(m, a, l);
+		}
+		if (o->stage == 0) llama_embed_backward(m, a);
+		if (o->send_peer >= 0) rc = send_msg(p, a->dres, o->send_peer, err);
+	}
+	if (in) buf_put(p, in);
+	if (!rc) rc = reap_sends(p, 0, err);
+	t->end_s = now_s() - p->t0;
+	t->kind = o->op.kind;
+	t->mb = o->op.mb;
+	t->chunk = o->op.chunk;
+	t->dir = o->op.dir;
+	t->stage = o->stage;
+	if (!rc && o->chunk_done && p->s->ndirs == 1) rc = fire_chunk(p, o->op.chunk, err);
+	return rc;
+}
+
+/* DualPipe: copy 0 here and copy 1 on the partner hold the same stage; add each other's. */
+static int exchange_copies(struct pp *p, char *err)
+{
+	const struct llama *m = p->models[0];
+	size_t at = 0;
+	for (int c = 0; c < 2; c++)
+		for (int i = 0; i < m->n_specs; i++)
+			if ((p->hold[c][i] & HOLD) && !(p->tied_sum && i == p->embed_spec)) {
+				const struct param_spec *sp = &m->specs[i];
+				memcpy(p->xsend + at, p->models[c]->grads + sp->offset, sizeof(float) * sp->numel);
+				at += sp->numel;
+			}
+	/* the partner sends its copy 0 (our copy 1's stage) first */
+	if (comm_sendrecv(p->comm, p->xsend, at, p->partner, p->xrecv, at, p->partner, COMM_F32, err)) return -1;
+	at = 0;
+	for (int k = 0; k < 2; k++) {
+		int c = 1 - k;
+		for (int i = 0; i < m->n_specs; i++)
+			if ((p->hold[c][i] & HOLD) && !(p->tied_sum && i == p->embed_spec)) {
+				const struct param_spec *sp = &m->specs[i];
+				float *g = p->models[c]->grads + sp->offset;
+				for (size_t j = 0; j < sp->numel; j++) g[j] += p->xrecv[at + j];
+				at += sp->numel;
+			}
+	}
+	return 0;
+}
+
+/* A tied embedding is used by stage 0 and the last stage (of each direction): sum over all. */
+static int sum_tied(struct pp *p, char *err)
+{
+	const struct param_spec *e = &p->models[0]->specs[p->embed_spec];
+	memset(p->tied_buf, 0, sizeof(float) * e->numel);
+	for (int c = 0; c < p->ncopies; c++)
+		if (p->hold[c][p->embed_spec] & HOLD) {
+			const float *g = p->models[c]->grads + e->offset;
+			for (size_t j = 0; j < e->numel; j++) p->tied_buf[j] += g[j];
+		}
+	if (comm_allreduce(p->comm, p->tied_buf, p->tied_buf, e->numel, COMM_F32, err)) return -1;
+	for (int c = 0; c < p->ncopies; c++)
+		if (p->hold[c][p->embed_spec] & HOLD)
+			memcpy(p->models[c]->grads + e->offset, p->tied_buf, sizeof(float) * e->numel);
+	return 0;
+}
+
+static int finish_step(struct pp *p, float *loss, char *err)
+{
+	for (int q = 0; q < p->s->pp; q++)
+		if (p->rq[q].taken != p->rq[q].n)
+			return errf(err, "pp: rank %d consumed %d of %d messages from rank %d",
+			            p->rank, p->rq[q].taken, p->rq[q].n, q);
+	if (reap_sends(p, 1, err)) return -1;
+	if (p->s->ndirs == 2 && exchange_copies(p, err)) return -1;
+	if (p->tied_sum && sum_tied(p, err)) return -1;
+	for (int ch = 0; ch < p->s->chunks && p->s->ndirs == 2; ch++)
+		if (fire_chunk(p, ch, err)) return -1;
+	const struct param_spec *e = &p->models[0]->specs[p->embed_spec];
+	for (int c = 0; c < p->ncopies && p->models[0]->cfg.tied; c++)
+		if ((p->hold[c][p->embed_spec] & HOLD) && fire(p, c, PP_PART_EMBED, -1, -1, e->offset, e->numel, err))
+			return -1;
+	double sum = p->loss_sum;
+	if (comm_allreduce(p->comm, &sum, &sum, 1, COMM_F64, err)) return -1;
+	if (loss) *loss = (float)(sum / p->m);
+	return 0;
+}
+
+int pp_step(struct pp *p, const int *tokens, const int *targets, float *loss, char *err)
+{
+	if (p->broken) return errf(err, "pp: an earlier step failed; the executor cannot run again");
+	if (p->has_first && !tokens) return errf(err, "pp: rank %d holds stage 0 but got no tokens", p->rank);
+	if (p->has_last && !targets) return errf(err, "pp: rank %d holds the last stage but got no targets", p->rank);
+	p->t0 = now_s();
+	p->loss_sum = 0.0;
+	for (int c = 0; c < p->ncopies; c++) {
+		struct llama *m = p->models[c];
+		for (int i = 0; i < m->n_specs; i++)
+			if (p->hold[c][i] & HOLD)
+				memset(m->grads + m->specs[i].offset, 0, sizeof(float) * m->specs[i].numel);
+	}
+	int rc = 0;
+	for (int q = 0; q < p->s->pp && !rc; q++) {
+		p->rq[q].posted = p->rq[q].taken = 0;
+		rc = post_upto(p, q, RECV_AHEAD - 1, err);
+	}
+	for (size_t i = 0; i < p->nops && !rc; i++) rc = run_op(p, i, tokens, targets, err);
+	if (!rc) rc = finish_step(p, loss, err);
+	if (rc) p->broken = 1;
+	return rc;
+}
+
+int pp_adamw_step(struct pp *p, const struct adamw_opts *o, float *grad_norm, char *err)
+{
+	if (p->broken) return errf(err, "pp: an earlier step failed; the executor cannot run again");
+	double sumsq = 0.0;
+	for (int c = 0; c < p->ncopies; c++) {
+		const struct llama *m = p->models[c];
+		for (int i = 0; i < m->n_specs; i++)
+			if (p->hold[c][i] & COUNT) {
+				float part = 0.0f;
+				grad_sumsq(&part, m->grads + m->specs[i].offset, m->specs[i].numel);
+				sumsq += part;
+			}
+	}
+	if (comm_allreduce(p->comm, &sumsq, &sumsq, 1, COMM_F64, err)) return -1;
+	const float scale = grad_clip_factor((float)sumsq, o->max_grad_norm);
+	for (int c = 0; c < p->ncopies; c++) {
+		struct llama *m = p->models[c];
+		m->step++;
+		for (int i = 0; i < m->n_specs; i++) {
+			const struct param_spec *s = &m->specs[i];
+			if (!(p->hold[c][i] & HOLD)) continue;
+			adamw_step(m->params + s->offset, m->grads + s->offset, m->m + s->offset, m->v + s->offset,
+			           s->numel, o->lr, o->beta1, o->beta2, o->eps, s->decay ? o->weight_decay : 0.0f,
+			           m->step, scale);
+		}
+	}
+	if (grad_norm) *grad_norm = sqrtf((float)sumsq);
+	return 0;
+}
