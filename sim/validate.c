@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "sim/estimate.h"
 #include "sim/hw.h"
 #include "sim/model.h"
@@ -48,6 +49,29 @@ static void add_assumed(struct val_row *r, const char *what)
 {
 	size_t n = strlen(r->assumed);
 	snprintf(r->assumed + n, sizeof(r->assumed) - n, "%s%s", n ? ", " : "", what);
+}
+
+/* case-insensitive substring */
+static int has(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+	for (; *hay; hay++)
+		if (!strncasecmp(hay, needle, n)) return 1;
+	return 0;
+}
+
+/* Overlap settings are not columns; a row states them in its notes when the source lists them
+ * (Megatron's --overlap-grad-reduce / --overlap-param-gather / --tp-comm-overlap, torchtitan's
+ * AsyncTP). Unstated means the plan default (no overlap), except FSDP (zero 2/3), which
+ * overlaps by construction in the estimate. */
+static void notes_overlaps(const char *notes, struct plan *p)
+{
+	if (has(notes, "overlap of DP grad reduce") || has(notes, "overlap-grad-reduce") || has(notes, "overlap_grad_reduce"))
+		p->overlap_grad_reduce = 1;
+	if (has(notes, "param gather") || has(notes, "overlap-param-gather") || has(notes, "overlap_param_gather"))
+		p->overlap_param_gather = 1;
+	if (has(notes, "TP comm overlap") || has(notes, "tp-comm-overlap") || has(notes, "AsyncTP"))
+		p->overlap_tp_comm = 1;
 }
 
 /* Fills model and plan from one row; returns 0, or -1 with r->reason. */
@@ -107,6 +131,8 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	}
 	c = cell[ix[C_PREC]];
 	p->precision = !strcmp(c, "fp8") ? PREC_FP8 : !strcmp(c, "fp32") ? PREC_FP32 : PREC_BF16;
+	notes_overlaps(cell[ix[C_NOTES]], p);
+	r->rc_unknown = !*cell[ix[C_RC]];
 	return 0;
 bad:
 	snprintf(r->reason, sizeof(r->reason), "%s", err);
@@ -122,6 +148,29 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p)
 	    estimate_plan(m, &h, p, &e, err)) {
 		snprintf(r->reason, sizeof(r->reason), "%s", err);
 		return;
+	}
+	/* An unknown recompute setting of a run that ran: the lightest mode under which the plan
+	 * fits (none, selective, full), since a run that did not fit could not have been measured. */
+	if (r->rc_unknown && !e.fits && !strcmp(r->status, "ok")) {
+		enum recompute modes[] = {RC_SELECTIVE, RC_FULL};
+		const char *names[] = {"selective", "full"};
+		for (int i = 0; i < 2; i++) {
+			struct estimate e2;
+			p->recompute = modes[i];
+			if (plan_resolve(p, m, &h, err) || plan_validate(p, m, &h, err) || estimate_plan(m, &h, p, &e2, err))
+				break;
+			e = e2;
+			if (e.fits) {
+				char *at = strstr(r->assumed, "recompute none");
+				char rest[sizeof(r->assumed)];
+				snprintf(rest, sizeof(rest), "%s", at ? at + strlen("recompute none") : "");
+				if (at) *at = 0;
+				size_t n = strlen(r->assumed);
+				snprintf(r->assumed + n, sizeof(r->assumed) - n, "%srecompute %s (none does not fit)%s",
+					 n && !at ? ", " : "", names[i], rest);
+				break;
+			}
+		}
 	}
 	r->simulated = 1;
 	r->pred_tps = e.tokens_per_s_per_gpu;
