@@ -132,6 +132,15 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	c = cell[ix[C_PREC]];
 	p->precision = !strcmp(c, "fp8") ? PREC_FP8 : !strcmp(c, "fp32") ? PREC_FP32 : PREC_BF16;
 	notes_overlaps(cell[ix[C_NOTES]], p);
+	/* torchtitan's per-op selective checkpointing saves the outputs of every other matmul and
+	 * recomputes the rest of the block (torchtitan _op_sac_save_list, "only save every other
+	 * mm"): about half of each block's forward is re-run and half its activations kept, which
+	 * the estimate's closest mode is full recompute of half the layers. */
+	if (p->recompute == RC_SELECTIVE && has(cell[ix[C_NOTES]], "per-op selective")) {
+		p->recompute = RC_FULL;
+		p->recompute_layers = m->layers / (2 * p->pp) > 0 ? m->layers / (2 * p->pp) : 1;
+		add_assumed(r, "per-op selective as full recompute of half the layers");
+	}
 	r->rc_unknown = !*cell[ix[C_RC]];
 	return 0;
 bad:
