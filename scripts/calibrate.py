@@ -112,7 +112,10 @@ def main(argv):
               % (os.path.basename(path), 100 * d["throughput_mape"], 100 * d["throughput_median_ape"],
                  100 * d["memory_mape"], 100 * d["fit_accuracy"], d["rank_spearman"], 100 * d["top1_regret"]))
         res = []
+        allape = []
         for r in d["results"]:
+            if r["status"] == "ok" and "meas_tokens_per_s_per_gpu" in r and "pred_tokens_per_s_per_gpu" in r:
+                allape.append(abs(r["pred_tokens_per_s_per_gpu"] / r["meas_tokens_per_s_per_gpu"] - 1))
             if not r["simulated"]:
                 continue
             t = tsv[r["id"]]
@@ -123,6 +126,9 @@ def main(argv):
             if r["status"] == "ok" and "meas_mem_gib" in r:
                 me = 100 * (r["pred_mem_gib"] / r["meas_mem_gib"] - 1)
             res.append((r, t, features(t), e, me))
+        if d.get("excluded"):
+            print("   (%d rows predicted but excluded from the scores; tput MAPE over every predicted ok row: %.1f%%)"
+                  % (d["excluded"], 100 * sum(allape) / max(1, len(allape))))
         for key in keys:
             g = defaultdict(list)
             for r, t, f, e, me in res:
