@@ -74,6 +74,31 @@ static void notes_overlaps(const char *notes, struct plan *p)
 		p->overlap_tp_comm = 1;
 }
 
+/* integer after the first occurrence of `key` in `notes`; 0 if absent */
+static int note_int(const char *notes, const char *key)
+{
+	const char *at = strstr(notes, key);
+	return at ? atoi(at + strlen(key)) : 0;
+}
+
+/* Multi-head latent attention has no columns: FORMAT.md writes kv_heads = head_dim = 128 as an
+ * approximation and the row's notes give the real dimensions ("q_lora_rank 1536, kv_lora_rank
+ * 512, qk_head_dim 128 + rope 64, v_head_dim 128"). Those are read when all are present, so the
+ * projections are counted as MLA [DSV3 §2.1.1] instead of 128 full K/V heads. */
+static void notes_mla(const char *notes, struct model *m, struct val_row *r)
+{
+	int q = note_int(notes, "q_lora_rank "), kv = note_int(notes, "kv_lora_rank ");
+	int nope = note_int(notes, "qk_head_dim "), v = note_int(notes, "v_head_dim ");
+	const char *plus = strstr(notes, "qk_head_dim ");
+	int rope = plus && strstr(plus, "+ rope ") ? note_int(plus, "+ rope ") : 0;
+	if (kv <= 0 || nope <= 0 || rope <= 0 || v <= 0) return;
+	m->q_lora_rank = q; m->kv_lora_rank = kv;
+	m->qk_nope_head_dim = nope; m->qk_rope_head_dim = rope; m->v_head_dim = v;
+	m->head_dim = nope + rope;
+	m->kv_heads = m->heads;
+	add_assumed(r, "MLA dims from notes");
+}
+
 /* Fills model and plan from one row; returns 0, or -1 with r->reason. */
 static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct model *m, struct plan *p)
 {
@@ -100,6 +125,7 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	m->moe_experts = moe[0]; m->moe_topk = moe[1]; m->moe_ffn_hidden = moe[2];
 	m->moe_shared_experts = moe[3]; m->moe_dense_layers = moe[4];
 	m->rope_theta = 10000; m->norm_eps = 1e-5;
+	notes_mla(cell[ix[C_NOTES]], m, r);
 	char err[ERR_LEN];
 	if (model_check(m, err)) { snprintf(r->reason, sizeof(r->reason), "%s", err); return -1; }
 
