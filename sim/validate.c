@@ -193,22 +193,23 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p)
 	if (r->rc_unknown && !e.fits && !strcmp(r->status, "ok")) {
 		enum recompute modes[] = {RC_SELECTIVE, RC_FULL};
 		const char *names[] = {"selective", "full"};
-		for (int i = 0; i < 2; i++) {
+		int chosen = -1;
+		for (int i = 0; i < 2 && !e.fits; i++) {
 			struct estimate e2;
 			p->recompute = modes[i];
 			if (plan_resolve(p, m, &h, err) || plan_validate(p, m, &h, err) || estimate_plan(m, &h, p, &e2, err))
 				break;
 			e = e2;
-			if (e.fits) {
-				char *at = strstr(r->assumed, "recompute none");
-				char rest[sizeof(r->assumed)];
-				snprintf(rest, sizeof(rest), "%s", at ? at + strlen("recompute none") : "");
-				if (at) *at = 0;
-				size_t n = strlen(r->assumed);
-				snprintf(r->assumed + n, sizeof(r->assumed) - n, "%srecompute %s (none does not fit)%s",
-					 n && !at ? ", " : "", names[i], rest);
-				break;
-			}
+			chosen = i;
+		}
+		if (chosen >= 0) { /* say which mode the prediction used, in place of "recompute none" */
+			char *at = strstr(r->assumed, "recompute none");
+			char rest[sizeof(r->assumed)];
+			snprintf(rest, sizeof(rest), "%s", at ? at + strlen("recompute none") : "");
+			if (at) *at = 0;
+			size_t n = strlen(r->assumed);
+			snprintf(r->assumed + n, sizeof(r->assumed) - n, "%srecompute %s (%s)%s", n && !at ? ", " : "",
+				 names[chosen], e.fits ? "none does not fit" : "no mode fits", rest);
 		}
 	}
 	r->simulated = 1;
