@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "sim/estimate.h"
 #include "sim/hw.h"
 #include "sim/model.h"
@@ -50,6 +51,54 @@ static void add_assumed(struct val_row *r, const char *what)
 	snprintf(r->assumed + n, sizeof(r->assumed) - n, "%s%s", n ? ", " : "", what);
 }
 
+/* case-insensitive substring */
+static int has(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+	for (; *hay; hay++)
+		if (!strncasecmp(hay, needle, n)) return 1;
+	return 0;
+}
+
+/* Overlap settings are not columns; a row states them in its notes when the source lists them
+ * (Megatron's --overlap-grad-reduce / --overlap-param-gather / --tp-comm-overlap, torchtitan's
+ * AsyncTP). Unstated means the plan default (no overlap), except FSDP (zero 2/3), which
+ * overlaps by construction in the estimate. */
+static void notes_overlaps(const char *notes, struct plan *p)
+{
+	if (has(notes, "overlap of DP grad reduce") || has(notes, "overlap-grad-reduce") || has(notes, "overlap_grad_reduce"))
+		p->overlap_grad_reduce = 1;
+	if (has(notes, "param gather") || has(notes, "overlap-param-gather") || has(notes, "overlap_param_gather"))
+		p->overlap_param_gather = 1;
+	if (has(notes, "TP comm overlap") || has(notes, "tp-comm-overlap") || has(notes, "AsyncTP"))
+		p->overlap_tp_comm = 1;
+}
+
+/* integer after the first occurrence of `key` in `notes`; 0 if absent */
+static int note_int(const char *notes, const char *key)
+{
+	const char *at = strstr(notes, key);
+	return at ? atoi(at + strlen(key)) : 0;
+}
+
+/* Multi-head latent attention has no columns: FORMAT.md writes kv_heads = head_dim = 128 as an
+ * approximation and the row's notes give the real dimensions ("q_lora_rank 1536, kv_lora_rank
+ * 512, qk_head_dim 128 + rope 64, v_head_dim 128"). Those are read when all are present, so the
+ * projections are counted as MLA [DSV3 §2.1.1] instead of 128 full K/V heads. */
+static void notes_mla(const char *notes, struct model *m, struct val_row *r)
+{
+	int q = note_int(notes, "q_lora_rank "), kv = note_int(notes, "kv_lora_rank ");
+	int nope = note_int(notes, "qk_head_dim "), v = note_int(notes, "v_head_dim ");
+	const char *plus = strstr(notes, "qk_head_dim ");
+	int rope = plus && strstr(plus, "+ rope ") ? note_int(plus, "+ rope ") : 0;
+	if (kv <= 0 || nope <= 0 || rope <= 0 || v <= 0) return;
+	m->q_lora_rank = q; m->kv_lora_rank = kv;
+	m->qk_nope_head_dim = nope; m->qk_rope_head_dim = rope; m->v_head_dim = v;
+	m->head_dim = nope + rope;
+	m->kv_heads = m->heads;
+	add_assumed(r, "MLA dims from notes");
+}
+
 /* Fills model and plan from one row; returns 0, or -1 with r->reason. */
 static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct model *m, struct plan *p)
 {
@@ -76,6 +125,7 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	m->moe_experts = moe[0]; m->moe_topk = moe[1]; m->moe_ffn_hidden = moe[2];
 	m->moe_shared_experts = moe[3]; m->moe_dense_layers = moe[4];
 	m->rope_theta = 10000; m->norm_eps = 1e-5;
+	notes_mla(cell[ix[C_NOTES]], m, r);
 	char err[ERR_LEN];
 	if (model_check(m, err)) { snprintf(r->reason, sizeof(r->reason), "%s", err); return -1; }
 
@@ -97,6 +147,10 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	if (*(c = cell[ix[C_SP]])) { if (plan_set(p, "sp", c, err)) goto bad; }
 	if (*(c = cell[ix[C_ZERO]])) { if (plan_set(p, "zero", c, err)) goto bad; }
 	else add_assumed(r, "zero 0");
+	/* plain data parallelism is PyTorch DDP (or its equivalent), whose bucketed all-reduce
+	 * runs during the backward by default [torch DDP docs: gradient bucketing overlaps
+	 * communication with the backward]; ZeRO-1 overlap is opt-in (notes say so when on) */
+	if (p->zero == 0) p->overlap_grad_reduce = 1;
 	if (*(c = cell[ix[C_RC]])) { if (plan_set(p, "recompute", c, err)) goto bad; }
 	else add_assumed(r, "recompute none");
 	c = cell[ix[C_SCHED]];
@@ -107,6 +161,17 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	}
 	c = cell[ix[C_PREC]];
 	p->precision = !strcmp(c, "fp8") ? PREC_FP8 : !strcmp(c, "fp32") ? PREC_FP32 : PREC_BF16;
+	notes_overlaps(cell[ix[C_NOTES]], p);
+	/* torchtitan's per-op selective checkpointing saves the outputs of every other matmul and
+	 * recomputes the rest of the block (torchtitan _op_sac_save_list, "only save every other
+	 * mm"): about half of each block's forward is re-run and half its activations kept, which
+	 * the estimate's closest mode is full recompute of half the layers. */
+	if (p->recompute == RC_SELECTIVE && has(cell[ix[C_NOTES]], "per-op selective")) {
+		p->recompute = RC_FULL;
+		p->recompute_layers = m->layers / (2 * p->pp) > 0 ? m->layers / (2 * p->pp) : 1;
+		add_assumed(r, "per-op selective as full recompute of half the layers");
+	}
+	r->rc_unknown = !*cell[ix[C_RC]];
 	return 0;
 bad:
 	snprintf(r->reason, sizeof(r->reason), "%s", err);
@@ -122,6 +187,30 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p)
 	    estimate_plan(m, &h, p, &e, err)) {
 		snprintf(r->reason, sizeof(r->reason), "%s", err);
 		return;
+	}
+	/* An unknown recompute setting of a run that ran: the lightest mode under which the plan
+	 * fits (none, selective, full), since a run that did not fit could not have been measured. */
+	if (r->rc_unknown && !e.fits && !strcmp(r->status, "ok")) {
+		enum recompute modes[] = {RC_SELECTIVE, RC_FULL};
+		const char *names[] = {"selective", "full"};
+		int chosen = -1;
+		for (int i = 0; i < 2 && !e.fits; i++) {
+			struct estimate e2;
+			p->recompute = modes[i];
+			if (plan_resolve(p, m, &h, err) || plan_validate(p, m, &h, err) || estimate_plan(m, &h, p, &e2, err))
+				break;
+			e = e2;
+			chosen = i;
+		}
+		if (chosen >= 0) { /* say which mode the prediction used, in place of "recompute none" */
+			char *at = strstr(r->assumed, "recompute none");
+			char rest[sizeof(r->assumed)];
+			snprintf(rest, sizeof(rest), "%s", at ? at + strlen("recompute none") : "");
+			if (at) *at = 0;
+			size_t n = strlen(r->assumed);
+			snprintf(r->assumed + n, sizeof(r->assumed) - n, "%srecompute %s (%s)%s", n && !at ? ", " : "",
+				 names[chosen], e.fits ? "none does not fit" : "no mode fits", rest);
+		}
 	}
 	r->simulated = 1;
 	r->pred_tps = e.tokens_per_s_per_gpu;
@@ -186,6 +275,15 @@ int validate_file(const char *path, struct val_row **rows_out, int *nrows, char 
 		struct plan p;
 		if (row_to_inputs(cell, ix, r, &m, &p) == 0)
 			predict(r, &m, &p);
+		/* A run the row itself marks as measured with a framework defect that was fixed later
+		 * (the Playbook's pipeline runs before nanotron's pipeline-parallel performance fix
+		 * lose about a second per micro-batch to it) measures the defect, not the plan: it is
+		 * predicted but left out of the scores, with the reason. */
+		if (r->simulated && has(cell[ix[C_NOTES]], "measured BEFORE") && has(cell[ix[C_NOTES]], "performance fix")) {
+			r->simulated = 0;
+			r->excluded = 1;
+			snprintf(r->reason, sizeof(r->reason), "excluded from scores: measured before a framework performance fix (notes)");
+		}
 	}
 	if (!header) rc = errf(err, "%s: no header line", path);
 out:
@@ -248,7 +346,7 @@ void validate_summarize(const struct val_row *rows, int n, struct val_summary *s
 	double mem_sum = 0;
 	for (int i = 0; i < n; i++) {
 		const struct val_row *r = &rows[i];
-		if (!r->simulated) { s->not_simulated++; continue; }
+		if (!r->simulated) { s->not_simulated++; s->excluded += r->excluded; continue; }
 		s->simulated++;
 		if (!strcmp(r->status, "ok") && r->meas_tps > 0)
 			ape[s->tps_rows++] = fabs(r->pred_tps - r->meas_tps) / r->meas_tps;
@@ -327,7 +425,8 @@ void validate_print(const char *path, const struct val_row *rows, int n, const s
 		for (int i = 0; i < n; i++)
 			if (!rows[i].simulated) fprintf(f, "  %-10s %s\n", rows[i].id, rows[i].reason);
 	}
-	fprintf(f, "rows %d, simulated %d, not simulated %d\n", s->rows, s->simulated, s->not_simulated);
+	fprintf(f, "rows %d, simulated %d, not simulated %d (of which %d predicted but excluded from the scores)\n",
+		s->rows, s->simulated, s->not_simulated, s->excluded);
 	fprintf(f, "throughput MAPE %.1f %%, median APE %.1f %% (%d ok rows with tokens/s)\n",
 		100 * s->throughput_mape, 100 * s->throughput_median_ape, s->tps_rows);
 	fprintf(f, "memory MAPE %.1f %% (%d ok rows with memory)\n", 100 * s->memory_mape, s->mem_rows);
@@ -351,6 +450,7 @@ void validate_write_json(const char *path, const struct val_row *rows, int n, co
 {
 	fprintf(f, "{\"file\":");
 	json_str(f, path);
+	fprintf(f, ",\"excluded\":%d", s->excluded);
 	fprintf(f, ",\"rows\":%d,\"simulated\":%d,\"not_simulated\":%d,\"throughput_rows\":%d,\"throughput_mape\":%.6g,"
 		"\"throughput_median_ape\":%.6g,\"memory_rows\":%d,\"memory_mape\":%.6g,\"fit_rows\":%d,\"fit_accuracy\":%.6g,"
 		"\"groups\":%d,\"rank_spearman\":%.6g,\"top1_regret\":%.6g,\"results\":[",
@@ -366,7 +466,8 @@ void validate_write_json(const char *path, const struct val_row *rows, int n, co
 		if (!r->simulated) {
 			fprintf(f, ",\"reason\":");
 			json_str(f, r->reason);
-		} else {
+		}
+		if (r->simulated || r->excluded) {
 			fprintf(f, ",\"pred_tokens_per_s_per_gpu\":%.6g,\"pred_step_time_s\":%.6g,\"pred_mfu\":%.6g,"
 				"\"pred_mem_gib\":%.6g,\"pred_fits\":%s", r->pred_tps, r->pred_step_s, r->pred_mfu,
 				r->pred_mem_gib, r->pred_fits ? "true" : "false");

@@ -20,15 +20,18 @@ struct val_row {
 	int num_gpus, seq, gbs;
 	int simulated;
 	char reason[300];          /* why not simulated */
-	char assumed[96];          /* defaults filled in for empty cells */
+	char assumed[160];          /* defaults filled in for empty cells */
 	double meas_tps, meas_mem_gib; /* < 0 = not measured */
 	double pred_tps, pred_mem_gib, pred_step_s, pred_mfu;
 	int pred_fits;
+	int excluded;              /* predicted, but left out of the scores (reason says why) */
+	int rc_unknown;            /* recompute cell empty: inferred from fit for ok rows */
 	int mem_rank0;             /* measurement covers rank 0 only (compare the first stage) */
 };
 
 struct val_summary {
 	int rows, simulated, not_simulated;
+	int excluded;              /* of not_simulated: predicted but excluded from the scores */
 	int tps_rows, mem_rows, fit_rows, groups;
 	double throughput_mape, throughput_median_ape, memory_mape, fit_accuracy;
 	double rank_spearman, top1_regret;

@@ -100,8 +100,52 @@ cut -f 1-44 "$TMP/small.tsv" >"$TMP/nonotes.tsv"
 expect_rc 2 "$SP" validate "$TMP/nonotes.tsv"
 expect_err_line "notes"
 
-# --- the published calibration file, when shared/ sits next to the repository (as in CI)
+# --- row-level inference: an unknown recompute of a run that ran is the lightest mode that fits;
+# a row that says it was measured before a framework performance fix is predicted but not scored
+ARCH70=(llama-70b-test 80 8192 28672 64 8 128 128256 0 rmsnorm swiglu 0 0 0 0 0 4096 64)
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row U1 test "${ARCH70[@]}" 1 h100-sxm 8 64 8 1 8 1 1 1 1 1 "" none bf16 ok 500 "" "" "" "" "" "" high "recompute not stated"
+	tsv_row U2 test "${ARCH[@]}" 1 h100-sxm 8 8 1 4 2 1 1 1 1 1 none 1f1b bf16 ok 7000 "" "" "" "" "" "" medium "measured BEFORE the framework's pipeline-parallel performance fix"
+	tsv_row U3 test "${ARCH[@]}" 1 h100-sxm 8 8 2 1 4 1 1 1 1 1 none none bf16 ok 7000 "" "" "" "" "" "" high "test row"
+} >"$TMP/infer.tsv"
+expect_rc 0 "$SP" validate "$TMP/infer.tsv" --json
+cp "$TMP/out" "$TMP/infer.json"
+# the same plan through `sim` (the model's own 80-layer 70B, same shape): which recompute modes
+# fit decides what validate must have inferred — the lightest one that fits
+SIM70=(sim --model llama-3-70b --gpu h100-sxm --gpus 64 --tp 8 --dp 8 --zero 1 --mbs 1 --gbs 64 --seq 4096 --sp --json)
+WANT=""
+for rc in none selective full; do
+	if "$SP" "${SIM70[@]}" --recompute $rc >/dev/null 2>&1; then WANT=$rc; break; fi
+done
+if [ "$WANT" = none ]; then
+	json_check "$TMP/infer.json" '"recompute none" in d["results"][0]["assumed"] and d["results"][0]["pred_fits"]'
+elif [ -n "$WANT" ]; then
+	json_check "$TMP/infer.json" "d['results'][0]['simulated'] and 'recompute $WANT (none does not fit)' in d['results'][0]['assumed'] and d['results'][0]['pred_fits']"
+else
+	json_check "$TMP/infer.json" 'd["results"][0]["simulated"] and not d["results"][0]["pred_fits"]'
+fi
+json_check "$TMP/infer.json" 'not d["results"][1]["simulated"] and "performance fix" in d["results"][1]["reason"] and d["results"][1]["pred_tokens_per_s_per_gpu"] > 0'
+json_check "$TMP/infer.json" 'd["excluded"] == 1 and d["simulated"] == 2 and d["throughput_rows"] == 2'
+
+# --- the published calibration file: the copy in tests/data (FORMAT.md rows from public
+# sources), and the shared one when shared/ sits next to the repository. Sanity bounds only;
+# the accuracy itself is a benchmark figure (scripts/calibrate.py), not a test.
 ROOT=$(git -C "$(dirname "$0")" rev-parse --show-toplevel 2>/dev/null)
+for CAL in "$ROOT/tests/data/published_calibration.tsv" "$ROOT/../shared/validation/published_calibration.tsv"; do
+	[ -f "$CAL" ] || continue
+	expect_rc 0 "$SP" validate "$CAL"
+	expect_out 'throughput MAPE [0-9.]+ %, median APE [0-9.]+ %'
+	expect_out 'fit/OOM predictions right [0-9.]+ %'
+	expect_rc 0 "$SP" validate "$CAL" --json
+	cp "$TMP/out" "$TMP/cal.json"
+	json_check "$TMP/cal.json" "all(k in d for k in $KEYS + ('excluded','throughput_rows','memory_rows','fit_rows'))"
+	json_check "$TMP/cal.json" 'd["rows"] == 73 and d["simulated"] + d["not_simulated"] == d["rows"] and d["simulated"] >= 60'
+	json_check "$TMP/cal.json" '0 <= d["excluded"] <= d["not_simulated"] and d["throughput_rows"] >= 60 and d["memory_rows"] >= 20'
+	json_check "$TMP/cal.json" '0 < d["throughput_median_ape"] < 1 and 0 < d["throughput_mape"] < 1 and 0 < d["memory_mape"] < 1'
+	json_check "$TMP/cal.json" '0.5 <= d["fit_accuracy"] <= 1 and d["groups"] >= 1 and -1 <= d["rank_spearman"] <= 1 and 0 <= d["top1_regret"] <= 1'
+	json_check "$TMP/cal.json" 'all(0 < r["pred_tokens_per_s_per_gpu"] < 1e6 and 0 < r["pred_mem_gib"] < 4096 for r in d["results"] if r["simulated"])'
+done
 CAL="$ROOT/../shared/validation/published_calibration.tsv"
 if [ -n "$ROOT" ] && [ -f "$CAL" ]; then
 	expect_rc 0 "$SP" validate "$CAL" --json
