@@ -128,7 +128,8 @@ int zero_step(struct zero *z, float *params, char *err)
 		const struct dp_bucket *b = dp_bucket(z->dp, i);
 		size_t sl = b->len / (size_t)n, so = b->shard_off;
 		float *p = params + b->off + (size_t)r * sl;
-		adamw_apply(&z->cfg.opt, p, z->shard + so, z->m + so, z->v + so, sl, z->step);
+		adamw_apply_at(&z->cfg.opt, p, z->shard + so, z->m + so, z->v + so, b->off + (size_t)r * sl, sl,
+			       z->step);
 		/* gathers start bucket by bucket so the first overlap the remaining updates */
 		if (comm_iallgather(z->group, p, params + b->off, sl, COMM_F32, &z->req[i], err)) {
 			for (int j = 0; j < i; j++) comm_wait(z->req[j], NULL), z->req[j] = NULL;
@@ -142,4 +143,14 @@ int zero_step(struct zero *z, float *params, char *err)
 		z->req[i] = NULL;
 	}
 	return rc;
+}
+
+int zero_state(struct zero *z, struct zero_state *st)
+{
+	st->p = NULL;
+	st->m = z->m;
+	st->v = z->v;
+	st->n = z->owned;
+	st->step = &z->step;
+	return 0;
 }
