@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 #include "runtime/ckpt.h"
 #include "sim/util.h"
 
@@ -125,6 +126,26 @@ static int check_state(const char *path, const struct hdr *h, const struct ckpt_
 	return 0;
 }
 
+/* Names the first plan key whose value differs between the checkpoint and the job. */
+static void plan_diff(const char *path, const char *saved, const char *now, char *err)
+{
+	cJSON *a = cJSON_Parse(saved), *b = cJSON_Parse(now);
+	errf(err, "checkpoint: %s was saved for a different plan", path);
+	for (cJSON *x = a ? a->child : NULL; x && b; x = x->next) {
+		cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
+		char *sx = cJSON_PrintUnformatted(x), *sy = y ? cJSON_PrintUnformatted(y) : NULL;
+		int differ = !sx || !sy || strcmp(sx, sy);
+		if (differ)
+			errf(err, "checkpoint: %s was saved for a different plan: %s is %s there, %s now", path,
+			     x->string, sx ? sx : "?", sy ? sy : "absent");
+		free(sx);
+		free(sy);
+		if (differ) break;
+	}
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
 int ckpt_load(const char *dir, const struct ckpt_meta *meta, struct train_state *s, char *err)
 {
 	size_t plen = strlen(dir) + 64;
@@ -152,7 +173,7 @@ int ckpt_load(const char *dir, const struct ckpt_meta *meta, struct train_state 
 	}
 	plan[h.plan_len] = 0;
 	if (strcmp(plan, meta->plan_json)) {
-		errf(err, "checkpoint: %s was saved for a different plan: %s", path, plan);
+		plan_diff(path, plan, meta->plan_json, err);
 		goto out;
 	}
 	if (check_state(path, &h, meta, s, err)) goto out;
