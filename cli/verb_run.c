@@ -29,7 +29,8 @@ static void run_usage(FILE *f)
 	fprintf(f,
 		"usage: mpirun -np N scaleplan run --model M PLAN-FLAGS [--steps K] [--seed S] [--data FILE]\n"
 		"           [--db PATH] [--trace FILE.json] [--json] [--save DIR [--save-every K]]\n"
-		"           [--resume DIR] [--dump-weights FILE] [--lr X] [--comm-timeout S]\n\n"
+		"           [--resume DIR] [--dump-weights FILE] [--lr X] [--comm-timeout S]\n"
+		"           [--bucket-params N]\n\n"
 		"Trains the model with the plan on the CPU runtime, one MPI rank per GPU of the plan\n"
 		"(--gpus defaults to the number of ranks). Supported now: data parallelism with --zero 0-3\n"
 		"and tp = pp = cp = ep = 1; other plans stop with \"not yet supported by the runtime\".\n"
@@ -48,13 +49,19 @@ static void run_usage(FILE *f)
 		"  --json             one JSON object per step on stdout: step, loss, grad_norm,\n"
 		"                     step_time_s, tokens_per_s, peak_mem_bytes (largest rank),\n"
 		"                     peak_mem_bytes_per_rank, peak_rss_bytes_per_rank\n"
-		"  --trace FILE.json  measured Chrome Trace Event JSON (pid = rank, tid = compute/comm)\n"
+		"  --trace FILE.json  measured Chrome Trace Event JSON: ph \"X\" events, pid = rank,\n"
+		"                     tid \"compute\" (F, BW, optimizer; args {mb, chunk, stage,\n"
+		"                     layers: [first, last]}) or \"comm\" (allreduce, reduce_scatter,\n"
+		"                     allgather, from the first bucket's start to the wait's end),\n"
+		"                     ts/dur in microseconds since the ranks' common start\n"
 		"  --db PATH          record the run and one measurement row per step (SQLite)\n"
 		"  --save DIR         write one checkpoint file per rank at the end (and every K steps\n"
 		"                     with --save-every K), atomically\n"
 		"  --resume DIR       continue from DIR's checkpoint (same plan, world size and seed)\n"
 		"  --dump-weights F   rank 0 writes every parameter after the last step, fp32\n"
 		"                     little-endian, in the single-rank layout\n"
+		"  --bucket-params N  gradient bucket size in parameters (default Megatron's\n"
+		"                     max(40e6, 1e6*dp)); smaller buckets overlap backward more\n"
 		"  --comm-timeout S   a collective waiting longer than S seconds ends the job (default\n"
 		"                     300; 0 waits for ever)\n\n"
 		"Memory per rank is the bytes of the buffers the rank holds at their peak: weights,\n"
@@ -71,7 +78,7 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 	if (!strcmp(a, "--json")) { o->json = 1; return 1; }
 	static const char *const with_value[] = {"--steps", "--seed", "--data", "--db", "--trace", "--save",
 						 "--save-every", "--resume", "--dump-weights", "--lr",
-						 "--comm-timeout"};
+						 "--comm-timeout", "--bucket-params"};
 	int k = -1;
 	for (int j = 0; j < (int)(sizeof(with_value) / sizeof(with_value[0])); j++)
 		if (!strcmp(a, with_value[j])) k = j;
@@ -97,7 +104,11 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 		if (parse_double(v, "--lr", 0, 10, &x, err)) return -1;
 		o->train.opt.lr = (float)x;
 		break;
-	default: if (parse_double(v, "--comm-timeout", 0, 1e6, &o->timeout_s, err)) return -1; break;
+	case 10: if (parse_double(v, "--comm-timeout", 0, 1e6, &o->timeout_s, err)) return -1; break;
+	default:
+		if (parse_int(v, "--bucket-params", 1, 0x7fffffffffffL, &n, err)) return -1;
+		o->train.bucket_params = (size_t)n;
+		break;
 	}
 	return 1;
 }

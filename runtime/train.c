@@ -413,7 +413,15 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 	if (t->z ? zero_clip_grad_norm(t->z, NULL, 0, max_norm, &norm, err) || zero_step(t->z, t->m->params, err)
 		 : zero3_clip_grad_norm(t->z3, NULL, 0, max_norm, &norm, err) || zero3_step(t->z3, err))
 		return -1;
-	record(t, EV_OPT, EV_COMPUTE, s, now_s(), -1, -1, -1);
+	double e = now_s();
+	if (t->z && t->stage) {
+		/* the optimizer op runs until the parameters are gathered again, as in a
+		 * non-overlapped step; the gather shows on the comm stream beside it */
+		double gs, ge;
+		zero_last_gather(t->z, &gs, &ge);
+		record(t, EV_ALLGATHER, EV_COMM, gs, ge, -1, -1, -1);
+	}
+	record(t, EV_OPT, EV_COMPUTE, s, e, -1, -1, -1);
 	t->steps++;
 	if (comm_allreduce(dpg, &loss_sum, &loss_sum, 1, COMM_F64, err)) return -1;
 	/* the step ends when the slowest rank ends (comm has sum-reductions only: gather) */

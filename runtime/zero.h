@@ -78,6 +78,10 @@ int zero_clip_grad_norm(struct zero *z, struct comm *const *mp, int nmp, float m
 /* AdamW step on the owned part, then (stages 1, 2) all-gather of the updated parameters. */
 int zero_step(struct zero *z, float *params, char *err);
 
+/* Stages 1, 2: when the last zero_step's parameter all-gather started (first bucket) and
+ * ended (last wait), on now_s()'s clock; both 0 before any step or at stage 0. */
+void zero_last_gather(const struct zero *z, double *start_s, double *end_s);
+
 /* The optimizer state a checkpoint saves: moments of the n owned elements (all of them at
  * stage 0, the shard otherwise; for ZeRO-3 also the parameter shard p) and the AdamW step
  * counter, which a restore may set. Pointers stay owned by zero / zero3. */

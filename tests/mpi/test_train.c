@@ -99,7 +99,7 @@ static double check_trainer(struct comm *world, const struct model *mc, int zero
 			CHECK(0, "%s zero %d step %d: %s", mc->name, zero, s + 1, err);
 			goto out;
 		}
-		char name[96];
+		char name[160];
 		snprintf(name, sizeof(name), "%s zero %d dp %d: loss of step %d", mc->name, zero, p.dp, s + 1);
 		CHECK_REL(st.loss, ref_loss[s], 1e-5, name);
 		CHECK(st.step == s + 1 && st.tokens_per_s > 0, "step stats");
