@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include "runtime/train.h"
 #include "runtime/zero.h"
+#include "sim/flops.h"
 #include "sim/util.h"
 
 struct trainer {
@@ -199,12 +201,44 @@ static int setup_zero3(struct trainer *t, char *err)
 	return 0;
 }
 
+/* The model is built whole (4 fp32 copies) before sharding, so refuse what cannot fit in
+ * this machine's memory instead of letting the kernel kill the job mid-initialisation. */
+static int check_host_memory(const struct model *mc, int ranks_here, char *err)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || page <= 0) return 0;
+	double need = 16.0 * model_params_total(mc) * ranks_here, have = (double)pages * (double)page;
+	if (need > 0.8 * have)
+		return errf(err, "train: model %s needs %.1f GiB for %d rank(s) on this host (16 bytes per "
+			    "parameter while it is built), more than 80%% of the %.1f GiB here",
+			    mc->name, need / 1073741824.0, ranks_here, have / 1073741824.0);
+	return 0;
+}
+
+/* Collective: how many ranks of the world share this rank's host name. */
+static int ranks_on_host(struct ctx *x, char *err)
+{
+	enum { HOST_LEN = 64 };
+	char mine[HOST_LEN] = {0};
+	char *all = calloc((size_t)x->world, HOST_LEN);
+	if (!all) return errf(err, "train: out of memory");
+	gethostname(mine, HOST_LEN - 1);
+	int n = -1;
+	if (!comm_allgather(x->world_comm, mine, all, HOST_LEN, COMM_BYTE, err)) {
+		n = 0;
+		for (int r = 0; r < x->world; r++) n += !strncmp(all + (size_t)r * HOST_LEN, mine, HOST_LEN);
+	}
+	free(all);
+	return n;
+}
+
 int train_create(struct ctx *x, const struct model *mc, const struct train_opts *o,
 		 const struct data *d, struct trainer **out, char *err)
 {
 	*out = NULL;
 	const struct plan *p = &x->plan;
-	if (train_supported(p, mc, err)) return -1;
+	int here = ranks_on_host(x, err);
+	if (here < 0 || train_supported(p, mc, err) || check_host_memory(mc, here, err)) return -1;
 	struct trainer *t = calloc(1, sizeof(*t));
 	if (!t) return errf(err, "train: out of memory");
 	t->x = x;

@@ -90,7 +90,7 @@ expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --resume "$TMP/
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 4 --resume "$TMP/ck"
 grep -q 'saved for a different plan: zero is 2 there, 1 now' "$TMP/err" && ok || bad "plan mismatch: $(head -c 300 "$TMP/err")"
 expect_rc 2 $MPI -np 1 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/ck"
-grep -q 'checkpoint: .*rank-00000.ckpt' "$TMP/err" && ok || bad "world mismatch: $(head -c 300 "$TMP/err")"
+grep -q 'rank-00000.ckpt was saved by 2 ranks, this job has 1' "$TMP/err" && ok || bad "world mismatch: $(head -c 300 "$TMP/err")"
 printf 'x' | dd of="$TMP/ck/rank-00001.ckpt" bs=1 seek=700 conv=notrunc 2>/dev/null
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/ck"
 grep -q 'rank-00001.ckpt is corrupt (checksum mismatch)' "$TMP/err" && ok || bad "corrupt checkpoint: $(head -c 300 "$TMP/err")"
@@ -143,6 +143,11 @@ expect_rc 2 $MPI -np 2 "$SP" run $TINY --gpus 4
 expect_msg 'plan needs 4 ranks \(--gpus 4\) but mpirun started 2'
 expect_rc 2 $MPI -np 2 "$SP" run --model no-such-model --seq 16 --gbs 8 --mbs 2
 expect_msg '^scaleplan run: .*no-such-model'
+expect_rc 2 $MPI -np 2 "$SP" run --model llama-3-8b --seq 16 --gbs 8 --mbs 2
+expect_msg 'model llama-3-8b needs [0-9.]+ GiB for 2 rank\(s\) on this host'
+perl -e 'print "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 256, \"intermediate_size\": 128, \"layer_norm_epsilon\": 1e-5, \"model_type\": \"gpt2\", \"n_positions\": 64}"' >"$TMP/gpt.json"
+expect_rc 2 $MPI -np 2 "$SP" run --model "$TMP/gpt.json" --seq 16 --gbs 8 --mbs 2
+expect_msg 'gpt.json: the runtime supports RMSNorm only'
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --tp 2
 expect_msg 'not yet supported by the runtime: tp 2'
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 0
