@@ -164,8 +164,17 @@ scenario() {
 	mpirun --oversubscribe -np 2 "$SP" run $TINY --steps 100000000 "$@" >"$TMP/k.out" 2>"$TMP/k.err" &
 	local mp=$! t=0
 	while [ "$(grep -c '^step' "$TMP/k.out")" -lt 2 ] && [ $t -lt 300 ]; do sleep 0.1; t=$((t + 1)); done
-	local victim=$(pgrep -P "$mp" -f 'scaleplan run' | tail -n 1)
-	if [ -z "$victim" ]; then bad "$sig: no rank process found"; kill "$mp"; wait "$mp"; return; fi
+	local victim=""
+	t=0
+	while [ -z "$victim" ] && [ $t -lt 50 ]; do
+		victim=$(ps -o pid= --ppid "$mp" | tail -n 1 | tr -d ' ')
+		[ -z "$victim" ] && sleep 0.1
+		t=$((t + 1))
+	done
+	if [ -z "$victim" ]; then
+		bad "$sig: no rank process found under mpirun $mp: $(grep -c '^step' "$TMP/k.out") steps, $(head -c 300 "$TMP/k.err")"
+		kill "$mp"; wait "$mp"; return
+	fi
 	local t0=$(date +%s)
 	kill -"$sig" "$victim"
 	t=0
