@@ -50,8 +50,9 @@ static void run_usage(FILE *f)
 		"                     step_time_s, tokens_per_s, peak_mem_bytes (largest rank),\n"
 		"                     peak_mem_bytes_per_rank, peak_rss_bytes_per_rank\n"
 		"  --trace FILE.json  measured Chrome Trace Event JSON: ph \"X\" events, pid = rank,\n"
-		"                     tid \"compute\" (F, BW, optimizer; args {mb, chunk, stage,\n"
-		"                     layers: [first, last]}) or \"comm\" (allreduce, reduce_scatter,\n"
+		"                     tid = stream (thread_name metadata; cat repeats it): 0 \"compute\"\n"
+		"                     (F, BW, optimizer; args {mb, chunk, stage, layers: [first,\n"
+		"                     last]}) or 1 \"comm\" (allreduce, reduce_scatter,\n"
 		"                     allgather, from the first bucket's start to the wait's end),\n"
 		"                     ts/dur in microseconds since the ranks' common start\n"
 		"  --db PATH          record the run and one measurement row per step (SQLite)\n"
@@ -181,6 +182,8 @@ static void print_step(const struct run_opts *o, const struct train_stats *st, c
 	fflush(stdout);
 }
 
+static const char *stream_name(int s) { return s == EV_COMPUTE ? "compute" : "comm"; }
+
 /* Rank 0 gathers every rank's events (padded to the largest count) and writes the trace. */
 #define EVF 9
 static int write_trace(struct ctx *x, struct trainer *t, const char *path, char *err)
@@ -211,13 +214,16 @@ static int write_trace(struct ctx *x, struct trainer *t, const char *path, char 
 		for (int r = 0; r < x->world; r++) {
 			fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
 				first ? "" : ",\n", r, r);
+			for (int s = 0; s < 2; s++)
+				fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+					   "\"args\": {\"name\": \"%s\"}}", r, s, stream_name(s));
 			first = 0;
 			for (size_t i = 0; i < (size_t)counts[r]; i++) {
 				const double *e = all + ((size_t)r * most + i) * EVF;
-				fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": \"%s\", "
-					   "\"ts\": %.3f, \"dur\": %.3f",
-					train_ev_name((int)e[2]), r, (int)e[3] == EV_COMPUTE ? "compute" : "comm",
-					e[0] * 1e6, (e[1] - e[0]) * 1e6);
+				fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %d, "
+					   "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f",
+					train_ev_name((int)e[2]), stream_name((int)e[3]), r, (int)e[3], e[0] * 1e6,
+					(e[1] - e[0]) * 1e6);
 				if ((int)e[3] == EV_COMPUTE && e[7] >= 0)
 					fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": [%d, %d]}",
 						(int)e[4], (int)e[5], (int)e[6], (int)e[7], (int)e[8] - 1);

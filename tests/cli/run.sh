@@ -101,8 +101,9 @@ grep -q 'rank-00000.ckpt is truncated' "$TMP/err" && ok || bad "truncated checkp
 
 # --- trace and database ----------------------------------------------------------------------------
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 2 --trace "$TMP/t.json" --db "$TMP/r.db"
-for pat in '"ph": "X", "name": "F", "pid": 1, "tid": "compute"' '"name": "BW"' '"name": "optimizer"' \
-	   '"name": "reduce_scatter", "pid": 0, "tid": "comm"' '"name": "allgather", "pid": 1, "tid": "comm"' '"args": \{"mb": 1, "chunk": 0, "stage": 0, "layers": \[0, 3\]\}'; do
+for pat in '"ph": "X", "name": "F", "cat": "compute", "pid": 1, "tid": 0' '"name": "BW"' '"name": "optimizer"' \
+	   '"name": "reduce_scatter", "cat": "comm", "pid": 0, "tid": 1' '"name": "allgather", "cat": "comm", "pid": 1, "tid": 1' \
+	   '"name": "thread_name", "pid": 1, "tid": 1, "args": \{"name": "comm"\}' '"args": \{"mb": 1, "chunk": 0, "stage": 0, "layers": \[0, 3\]\}'; do
 	grep -Eq "$pat" "$TMP/t.json" && ok || bad "trace lacks $pat"
 done
 [ "$(grep -c '"name": "F"' "$TMP/t.json")" -eq 8 ] && ok || bad "trace: 2 ranks x 2 steps x 2 micro-batches = 8 F events expected"
