@@ -321,9 +321,30 @@ static int train_loop(struct job *j, char *err)
 	return rc;
 }
 
-/* Input checks every rank makes; returns the exit code all ranks share. */
+/* Every rank's checkpoint file must come from the same save (a crash between two ranks'
+ * renames leaves a mix); returns 1 with a message on rank 0 when they do not agree. */
+static int mixed_steps(struct comm *world, int steps, const char *dir)
+{
+	int n = comm_size(world), mixed = 0;
+	double mine = steps, *all = malloc(sizeof(double) * (size_t)n);
+	char e2[ERR_LEN];
+	if (!all || comm_allgather(world, &mine, all, 1, COMM_F64, e2)) {
+		free(all);
+		return 1;
+	}
+	for (int r = 1; r < n; r++) mixed |= all[r] != all[0];
+	if (mixed && comm_rank(world) == 0)
+		fprintf(stderr, "scaleplan run: checkpoint: the files in %s come from different saves "
+			"(rank 0 at step %.0f, another rank at a different step)\n", dir, all[0]);
+	free(all);
+	return mixed;
+}
+
+/* Input checks every rank makes; returns the exit code all ranks share. Messages are
+ * printed here (err is left empty). */
 static int setup(struct job *j, struct comm *world, char *err)
 {
+	err[0] = 0;
 	struct run_opts *o = &j->o;
 	int rank = comm_rank(world);
 	/* the data file: every rank reads it and reports its own failure */
@@ -331,10 +352,10 @@ static int setup(struct job *j, struct comm *world, char *err)
 	int bad = o->data ? data_open_file(o->data, j->m.vocab, o->plan.seq, &j->data, e2)
 			  : data_open_synthetic(j->m.vocab, o->train.seed, &j->data, e2);
 	if (bad) fprintf(stderr, "scaleplan run: rank %d: %s\n", rank, e2);
-	if (any_failed(world, bad)) return errf(err, "%s", ""), EXIT_BADINPUT;
+	if (any_failed(world, bad)) return EXIT_BADINPUT;
 	if (train_create(j->x, &j->m, &o->train, j->data, &j->t, e2)) {
 		if (rank == 0) fprintf(stderr, "scaleplan run: %s\n", e2);
-		return errf(err, "%s", ""), EXIT_BADINPUT;
+		return EXIT_BADINPUT;
 	}
 	j->plan_json = plan_to_json(&o->plan);
 	if (!j->plan_json) return errf(err, "out of memory"), EXIT_RUNTIME;
@@ -344,11 +365,11 @@ static int setup(struct job *j, struct comm *world, char *err)
 		struct ckpt_meta meta = {rank, j->x->world, j->plan_json, o->train.seed, 0};
 		bad = ckpt_load(o->resume, &meta, &s, e2);
 		if (bad) fprintf(stderr, "scaleplan run: rank %d: %s\n", rank, e2);
-		if (any_failed(world, bad)) return errf(err, "%s", ""), EXIT_BADINPUT;
+		if (any_failed(world, bad) || mixed_steps(world, *s.steps_done, o->resume)) return EXIT_BADINPUT;
 	}
 	bad = o->db && open_db(j, e2);
 	if (bad) fprintf(stderr, "scaleplan run: %s\n", e2);
-	if (any_failed(world, bad)) return errf(err, "%s", ""), EXIT_BADINPUT;
+	if (any_failed(world, bad)) return EXIT_BADINPUT;
 	return EXIT_OK;
 }
 

@@ -86,6 +86,11 @@ grep -q '"step": 3' "$TMP/out" && ok || bad "the resumed run does not continue a
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 1 --save "$TMP/ck3"
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --resume "$TMP/ck3"
 [ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/l2.3" | tail -n 2 | tr '\n' ' ')" ] && ok || bad "zero 3 resume is not bit for bit"
+# files of two different saves (as a crash between two ranks' renames would leave)
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 2 --save "$TMP/ck3b"
+cp "$TMP/ck3b/rank-00001.ckpt" "$TMP/ck3/rank-00001.ckpt"
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --resume "$TMP/ck3"
+expect_msg 'checkpoint: the files in .*ck3 come from different saves \(rank 0 at step 1'
 # a checkpoint of another plan, another world size, a corrupt one
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 4 --resume "$TMP/ck"
 grep -q 'saved for a different plan: zero is 2 there, 1 now' "$TMP/err" && ok || bad "plan mismatch: $(head -c 300 "$TMP/err")"
