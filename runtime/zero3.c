@@ -195,6 +195,8 @@ int zero3_reduce(struct zero3 *z, int unit, char *err)
 	if (unit < 0 || unit >= z->nu) return errf(err, "zero3: no unit %d (%d units)", unit, z->nu);
 	struct unit *u = &z->u[unit];
 	if (!u->grad || u->rs) return errf(err, "zero3: unit %d has no gradient to reduce", unit);
+	/* free what earlier reductions no longer need before holding another buffer */
+	if (reap(z, 0, err)) return -1;
 	u->rs_out = malloc(u->sl * sizeof(float));
 	if (!u->rs_out) return errf(err, "zero3: out of memory reducing unit %d", unit);
 	live_add(z, u->sl);
