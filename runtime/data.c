@@ -112,7 +112,8 @@ void data_sample(const struct data *d, uint64_t index, int seq, int *tokens, int
 		return;
 	}
 	uint64_t key = mix64(d->seed ^ mix64(index + 0x6a09e667f3bcc909ull));
-	uint64_t start = key % (uint64_t)d->vocab, stride = 1 + (key >> 32) % (uint64_t)(d->vocab - 1);
+	/* strides 1-4: a bigram model can get to ~ln 4 + noise, so the loss visibly falls */
+	uint64_t start = key % (uint64_t)d->vocab, stride = 1 + (key >> 32) % 4;
 	for (int t = 0; t <= seq; t++) {
 		uint64_t r = mix64(key + (uint64_t)(t + 1) * 0x9e3779b97f4a7c15ull);
 		int tok = (int)((start + (uint64_t)t * stride) % (uint64_t)d->vocab);

@@ -4,8 +4,8 @@
  * step s reads global samples s*gbs .. s*gbs+gbs-1, dp rank d the slice d*(gbs/dp) .. of it.
  *
  * Synthetic tokens are a pure function of (seed, sample, position): each sample is an
- * arithmetic progression mod vocab (start and stride drawn from the sample's hash) with one
- * token in 8 replaced by noise, so a model can learn it and the loss falls.
+ * arithmetic progression mod vocab (start, and a stride of 1 to 4, drawn from the sample's
+ * hash) with one token in 8 replaced by noise, so a model can learn it and the loss falls.
  *
  * Token file (llm.c's format): a header of 256 little-endian int32 — [0] magic 20240520,
  * [1] version 1, [2] token count N — then N little-endian uint16 tokens. Sample i is the

@@ -3,7 +3,7 @@
 # vocab 256; seq 16, gbs 8, mbs 2) under mpirun:
 #  - dp 2 with ZeRO 0, 1, 2, 3: the first 3 losses and the final weights match the np 1 run
 #    within 1e-5 relative; a run one step short does not (the comparison can fail);
-#  - same seed, same losses; another seed, other losses;
+#  - the loss falls; same seed, same losses; another seed, other losses;
 #  - resume from a checkpoint reproduces the uninterrupted run's losses bit for bit;
 #  - --json lines, --trace events, --db rows, --data files;
 #  - bad input (world size, data files, corrupt or foreign checkpoint, unknown model,
@@ -65,6 +65,10 @@ done
 # the comparison can fail: weights after 2 steps are not those after 3
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 2 --dump-weights "$TMP/w2.short"
 close_weights "$TMP/w2.short" "$TMP/w1" && bad "weights after 2 steps pass as those after 3" || ok
+
+# it learns: 40 steps at lr 3e-3 take the loss well below ln(256) = 5.545 (uniform guessing)
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 40 --lr 3e-3 --json
+losses "$TMP/out" | tail -n 1 | awk '{exit !($1 < 5.545 - 0.3)}' && ok || bad "loss after 40 steps: $(losses "$TMP/out" | tail -n 1)"
 
 # --- determinism --------------------------------------------------------------------------------
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json
