@@ -123,6 +123,15 @@ expect_rc 0 $MPI -np 1 "$SP" run $TINY --steps 1 --db "$TMP/r.db"
 out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
 [ "${out% mean_step_s*}" = "runs 2 finished 2 measurements 3 steps 1" ] && ok || bad "db rows after a second run: $out"
 
+echo "not a database" >"$TMP/text.db"
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 1 --db "$TMP/text.db"
+expect_msg 'text.db is not a scaleplan database'
+[ "$(cat "$TMP/text.db")" = "not a database" ] && ok || bad "a foreign file given to --db was changed"
+# human output: one line per step with the memory of every rank
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --steps 2
+grep -Eq '^step +2  loss [0-9.]+  grad norm [0-9.]+  [0-9.]+ s  [0-9]+ tokens/s  peak mem GiB/rank: [0-9.]+ [0-9.]+$' "$TMP/out" && ok ||
+	bad "human output: $(head -c 300 "$TMP/out")"
+
 # --- data files --------------------------------------------------------------------------------------
 # header: 256 int32 (magic 20240520, version 1, count), then uint16 tokens
 tokens() { perl -e '($n,$v)=@ARGV; print pack("l<256", 20240520, $v, $n, (0) x 253); print pack("S<*", map { ($_*7+3) % 256 } 0..$n-1)' "$@"; }
