@@ -444,8 +444,14 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 	if (accumulate(t, &loss_sum, err)) return -1;
 	double s = now_s();
 	float max_norm = t->o.opt.max_grad_norm;
+	if (t->z3) {
+		/* clipping first waits for the unit reduce-scatters still in flight */
+		if (zero3_clip_grad_norm(t->z3, NULL, 0, max_norm, &norm, err)) return -1;
+		record(t, EV_REDUCE_SCATTER, EV_COMM, s, now_s(), -1, -1, -1);
+		s = now_s();
+	}
 	if (t->z ? zero_clip_grad_norm(t->z, NULL, 0, max_norm, &norm, err) || zero_step(t->z, t->m->params, err)
-		 : zero3_clip_grad_norm(t->z3, NULL, 0, max_norm, &norm, err) || zero3_step(t->z3, err))
+		 : zero3_step(t->z3, err))
 		return -1;
 	double e = now_s();
 	if (t->z && t->stage) {

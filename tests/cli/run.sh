@@ -70,8 +70,13 @@ expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 40 --lr 3e-3 --json
 losses "$TMP/out" | tail -n 1 | awk '{exit !($1 < 5.545 - 0.3)}' && ok || bad "loss after 40 steps: $(losses "$TMP/out" | tail -n 1)"
 
 # --- determinism --------------------------------------------------------------------------------
-expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --trace "$TMP/t3.json"
 cmp -s <(losses "$TMP/out") <(losses "$TMP/l2.3") && ok || bad "same seed, different losses"
+# ZeRO-3's trace: per micro-batch 6 unit gathers in forward (embedding, 4 layers, head) and 5 in
+# backward (the head stays gathered from forward), 2 micro-batches, 3 steps, 2 ranks; one
+# reduce-scatter wait per step and rank
+[ "$(grep -c '"name": "allgather"' "$TMP/t3.json")" -eq 132 ] && ok || bad "zero 3 trace: $(grep -c '"name": "allgather"' "$TMP/t3.json") allgather events, want 132"
+[ "$(grep -c '"name": "reduce_scatter"' "$TMP/t3.json")" -eq 6 ] && ok || bad "zero 3 trace: reduce_scatter events"
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --seed 99
 cmp -s <(losses "$TMP/out") <(losses "$TMP/l2.3") && bad "another seed, same losses" || ok
 
