@@ -116,7 +116,7 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 	return 1;
 }
 
-/* Every rank parses; returns an exit code and fills err (printed by the caller on rank 0). */
+/* Every rank parses; returns 0, or -1 with err (printed by the caller on rank 0). */
 static int parse(int argc, char **argv, struct run_opts *o, int *help, char *err)
 {
 	memset(o, 0, sizeof(*o));
@@ -128,12 +128,12 @@ static int parse(int argc, char **argv, struct run_opts *o, int *help, char *err
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; return EXIT_OK; }
 		int r = run_flag(argc, argv, &i, o, err);
 		if (r == 0) r = cli_plan_flag(argc, argv, &i, &o->plan, err);
-		if (r < 0) return EXIT_BADINPUT;
-		if (r == 0) return errf(err, "unknown option '%s'", argv[i]), EXIT_BADINPUT;
+		if (r < 0) return -1;
+		if (r == 0) return errf(err, "unknown option '%s'", argv[i]);
 	}
-	if (!o->plan.model[0]) return errf(err, "--model is required"), EXIT_BADINPUT;
-	if (o->save_every && !o->save) return errf(err, "--save-every needs --save DIR"), EXIT_BADINPUT;
-	return EXIT_OK;
+	if (!o->plan.model[0]) return errf(err, "--model is required");
+	if (o->save_every && !o->save) return errf(err, "--save-every needs --save DIR");
+	return 0;
 }
 
 static int load_plan(struct run_opts *o, int world, struct model *m, char *err)
@@ -315,8 +315,8 @@ static int train_loop(struct job *j, char *err)
 		if (j->o.save_every && st.step % j->o.save_every == 0 && st.step < j->o.steps) {
 			char e2[ERR_LEN];
 			int bad = save(j, e2);
-			if (bad) snprintf(err, ERR_LEN, "%s", e2);
-			if (any_failed(j->x->world_comm, bad)) rc = rc ? rc : -1;
+			snprintf(err, ERR_LEN, "%s", bad ? e2 : "checkpoint: another rank failed to save");
+			if (any_failed(j->x->world_comm, bad)) rc = -1;
 		}
 	}
 	free(mem);
@@ -395,7 +395,7 @@ int cmd_run(int argc, char **argv)
 	int rank = comm_rank(world), help = 0;
 	struct job j;
 	memset(&j, 0, sizeof(j));
-	int rc = parse(argc, argv, &j.o, &help, err);
+	int rc = parse(argc, argv, &j.o, &help, err) ? EXIT_BADINPUT : EXIT_OK;
 	if (help) {
 		if (rank == 0) run_usage(stdout);
 		goto out;
