@@ -25,6 +25,7 @@ int cmd_export(int argc, char **argv);
 int cmd_pipeline(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 /* Shared plan-flag handling: if argv[*i] is a plan flag (--tp 8, --sp, --no-sp, --plan F,
  * --model M, --gpu G, ...), applies it to p, advances *i past its value and returns 1;

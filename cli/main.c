@@ -11,6 +11,7 @@ static const struct verb verbs[] = {
 	{"export", cmd_export, "print a plan as Megatron-LM, nanotron, torchtitan or DeepSpeed settings"},
 	{"db", cmd_db, "list, show, diff and export recorded tunes (SQLite store)"},
 	{"plot", cmd_plot, "charts of plans: bubble diagram, memory, comparison (gnuplot PNG/SVG)"},
+	{"run", cmd_run, "train a plan for real (mpirun -np N): losses, step time, memory, trace"},
 	{"pipeline", cmd_pipeline, "simulate one pipeline schedule: bubbles, activations, diagram, trace"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))

@@ -1,19 +1,44 @@
-/* optim — AdamW, element-wise over a flat range. */
-#include <math.h>
+/* optim — AdamW over flat ranges with per-range weight decay, on the one AdamW kernel. */
+#include "kernels/cpu.h"
 #include "runtime/optim.h"
 
 void adamw_update(float *p, const float *g, float *m, float *v, size_t n, int step, float lr,
 		  float beta1, float beta2, float eps, float wd)
 {
-	/* bias corrections once per call, in double: 1 - b^t loses digits for small t */
-	float c1 = (float)(1.0 - pow(beta1, step));
-	float c2 = (float)(1.0 - pow(beta2, step));
-	float decay = 1.0f - lr * wd;
-	for (size_t i = 0; i < n; i++) {
-		float gi = g[i];
-		m[i] = beta1 * m[i] + (1.0f - beta1) * gi;
-		v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-		float mh = m[i] / c1, vh = v[i] / c2;
-		p[i] = p[i] * decay - lr * mh / (sqrtf(vh) + eps);
+	adamw_step(p, g, m, v, n, lr, beta1, beta2, eps, wd, step, 1.0f);
+}
+
+static void run(const struct adamw_cfg *c, float *p, const float *g, float *m, float *v,
+		size_t n, int step, int decay)
+{
+	if (n) adamw_step(p, g, m, v, n, c->lr, c->beta1, c->beta2, c->eps, decay ? c->wd : 0.0f, step, 1.0f);
+}
+
+void adamw_apply_at(const struct adamw_cfg *c, float *p, const float *g, float *m, float *v,
+		    size_t flat_off, size_t n, int step)
+{
+	if (!c->decay) {
+		run(c, p, g, m, v, n, step, 1);
+		return;
 	}
+	/* walk [flat_off, end) in pieces that are wholly inside or outside a decay range */
+	size_t at = flat_off, end = flat_off + n;
+	for (int i = 0; i < c->ndecay && at < end; i++) {
+		size_t a = c->decay[i].off, b = a + c->decay[i].len;
+		if (b <= at) continue;
+		if (a > at) {
+			size_t stop = a < end ? a : end;
+			run(c, p + (at - flat_off), g + (at - flat_off), m + (at - flat_off), v + (at - flat_off),
+			    stop - at, step, 0);
+			at = stop;
+		}
+		if (at >= end) break;
+		size_t stop = b < end ? b : end;
+		run(c, p + (at - flat_off), g + (at - flat_off), m + (at - flat_off), v + (at - flat_off),
+		    stop - at, step, 1);
+		at = stop;
+	}
+	if (at < end)
+		run(c, p + (at - flat_off), g + (at - flat_off), m + (at - flat_off), v + (at - flat_off),
+		    end - at, step, 0);
 }

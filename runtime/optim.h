@@ -1,8 +1,15 @@
 /* optim — AdamW over a flat fp32 range: the update the data-parallel code runs on whatever
- * part of the parameters a rank owns (all of them, or its ZeRO shard).
+ * part of the parameters a rank owns (all of them, or its ZeRO shard). The arithmetic is the
+ * one kernel adamw_step (kernels/optim.c) that the single-rank model's llama_step also runs,
+ * so a sharded update is bit for bit the unsharded one.
  *
- * Units: lr per step, step counts from 1. Ownership: the caller owns every array; m and v
- * hold the first and second moments and start at zero.
+ * Weight decay applies only inside the decay ranges (the model's matrices; norms and biases
+ * are not decayed), given in the flat, unpadded parameter index space; a range list of NULL
+ * means "decay everything".
+ *
+ * Units: lr per step, step counts from 1. Ownership: the caller owns every array and the
+ * range list (which must outlive the cfg); m and v hold the first and second moments and
+ * start at zero.
  * Invariant: the update of element i reads and writes only index i, so updating shards
  * separately gives exactly the update of the whole buffer. */
 #ifndef SCALEPLAN_OPTIM_H
@@ -10,20 +17,34 @@
 
 #include <stddef.h>
 
-struct adamw_cfg {
-	float lr, beta1, beta2, eps, wd;
+/* Flat parameter indices [off, off+len) that are weight-decayed. */
+struct decay_range {
+	size_t off, len;
 };
 
-/* AdamW (Loshchilov & Hutter, ICLR 2019, Algorithm 2; PyTorch torch.optim.AdamW):
- *   p -= lr*wd*p;  m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2;
- *   p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) */
+struct adamw_cfg {
+	float lr, beta1, beta2, eps, wd;
+	const struct decay_range *decay;  /* sorted, disjoint; NULL: every element decays */
+	int ndecay;
+};
+
+/* AdamW (Loshchilov & Hutter, ICLR 2019, Algorithm 2; PyTorch torch.optim.AdamW), by
+ * kernels/optim.c adamw_step with grad_scale 1:
+ *   m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2;
+ *   p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd*p) */
 void adamw_update(float *p, const float *g, float *m, float *v, size_t n, int step, float lr,
 		  float beta1, float beta2, float eps, float wd);
 
+/* Updates the n elements that sit at flat indices [flat_off, flat_off+n): p, g, m, v point at
+ * the first of them. Decay follows c's ranges. */
+void adamw_apply_at(const struct adamw_cfg *c, float *p, const float *g, float *m, float *v,
+		    size_t flat_off, size_t n, int step);
+
+/* The whole flat range from index 0. */
 static inline void adamw_apply(const struct adamw_cfg *c, float *p, const float *g, float *m,
 			       float *v, size_t n, int step)
 {
-	adamw_update(p, g, m, v, n, step, c->lr, c->beta1, c->beta2, c->eps, c->wd);
+	adamw_apply_at(c, p, g, m, v, 0, n, step);
 }
 
 #endif

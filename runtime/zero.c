@@ -14,6 +14,7 @@ struct zero {
 	float *shard, *m, *v;
 	int step;
 	struct comm_req **req;
+	double gather_s[2];      /* last zero_step's parameter all-gather: first start, last end */
 };
 
 int grad_norm_global(double local_sq, struct comm *const *groups, int ngroups, double *norm, char *err)
@@ -128,8 +129,10 @@ int zero_step(struct zero *z, float *params, char *err)
 		const struct dp_bucket *b = dp_bucket(z->dp, i);
 		size_t sl = b->len / (size_t)n, so = b->shard_off;
 		float *p = params + b->off + (size_t)r * sl;
-		adamw_apply(&z->cfg.opt, p, z->shard + so, z->m + so, z->v + so, sl, z->step);
+		adamw_apply_at(&z->cfg.opt, p, z->shard + so, z->m + so, z->v + so, b->off + (size_t)r * sl, sl,
+			       z->step);
 		/* gathers start bucket by bucket so the first overlap the remaining updates */
+		if (i == 0) z->gather_s[0] = now_s();
 		if (comm_iallgather(z->group, p, params + b->off, sl, COMM_F32, &z->req[i], err)) {
 			for (int j = 0; j < i; j++) comm_wait(z->req[j], NULL), z->req[j] = NULL;
 			return -1;
@@ -141,5 +144,22 @@ int zero_step(struct zero *z, float *params, char *err)
 		if (comm_wait(z->req[i], e2) && !rc) rc = errf(err, "%s", e2);
 		z->req[i] = NULL;
 	}
+	z->gather_s[1] = now_s();
 	return rc;
+}
+
+void zero_last_gather(const struct zero *z, double *start_s, double *end_s)
+{
+	*start_s = z->gather_s[0];
+	*end_s = z->gather_s[1];
+}
+
+int zero_state(struct zero *z, struct zero_state *st)
+{
+	st->p = NULL;
+	st->m = z->m;
+	st->v = z->v;
+	st->n = z->owned;
+	st->step = &z->step;
+	return 0;
 }

@@ -78,6 +78,21 @@ int zero_clip_grad_norm(struct zero *z, struct comm *const *mp, int nmp, float m
 /* AdamW step on the owned part, then (stages 1, 2) all-gather of the updated parameters. */
 int zero_step(struct zero *z, float *params, char *err);
 
+/* Stages 1, 2: when the last zero_step's parameter all-gather started (first bucket) and
+ * ended (last wait), on now_s()'s clock; both 0 before any step or at stage 0. */
+void zero_last_gather(const struct zero *z, double *start_s, double *end_s);
+
+/* The optimizer state a checkpoint saves: moments of the n owned elements (all of them at
+ * stage 0, the shard otherwise; for ZeRO-3 also the parameter shard p) and the AdamW step
+ * counter, which a restore may set. Pointers stay owned by zero / zero3. */
+struct zero_state {
+	float *p;       /* ZeRO-3 parameter shard; NULL for stages 0-2 (the caller owns params) */
+	float *m, *v;
+	size_t n;
+	int *step;
+};
+int zero_state(struct zero *z, struct zero_state *st);
+
 /* --- stage 3 --------------------------------------------------------------------------- */
 
 struct zero3;
@@ -106,6 +121,10 @@ int zero3_clip_grad_norm(struct zero3 *z, struct comm *const *mp, int nmp, float
 /* Waits for every reduction, averages, AdamW on the shard, clears the gradient shard. Every
  * unit must be released first. */
 int zero3_step(struct zero3 *z, char *err);
+int zero3_state(struct zero3 *z, struct zero_state *st);
+/* Where unit `unit` starts in the full (unpadded) parameter vector and its element count;
+ * -1 for a unit that does not exist. */
+int zero3_unit_flat_off(const struct zero3 *z, int unit, size_t *flat_off, size_t *n);
 /* Elements of parameters and gradients currently unsharded, and the most seen so far. */
 size_t zero3_live(const struct zero3 *z);
 size_t zero3_peak_live(const struct zero3 *z);

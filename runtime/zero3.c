@@ -195,6 +195,8 @@ int zero3_reduce(struct zero3 *z, int unit, char *err)
 	if (unit < 0 || unit >= z->nu) return errf(err, "zero3: no unit %d (%d units)", unit, z->nu);
 	struct unit *u = &z->u[unit];
 	if (!u->grad || u->rs) return errf(err, "zero3: unit %d has no gradient to reduce", unit);
+	/* free what earlier reductions no longer need before holding another buffer */
+	if (reap(z, 0, err)) return -1;
 	u->rs_out = malloc(u->sl * sizeof(float));
 	if (!u->rs_out) return errf(err, "zero3: out of memory reducing unit %d", unit);
 	live_add(z, u->sl);
@@ -215,8 +217,39 @@ int zero3_step(struct zero3 *z, char *err)
 		if (z->u[i].full) return errf(err, "zero3: step while unit %d is still gathered", i);
 	if (reap(z, 1, err)) return -1;
 	z->step++;
-	/* padding elements have zero gradient and stay zero: wd*0 = 0, m = v = 0 */
-	adamw_apply(&z->opt, z->p, z->g, z->m, z->v, z->shard_len, z->step);
+	/* unit by unit, so decay follows the flat index of each real element; padding elements
+	 * have zero gradient and stay zero (wd*0 = 0, m = v = 0) */
+	size_t r = (size_t)comm_rank(z->group);
+	for (int i = 0; i < z->nu; i++) {
+		const struct unit *u = &z->u[i];
+		size_t first = r * u->sl, real = first < u->n ? u->n - first : 0;
+		if (real > u->sl) real = u->sl;
+		size_t o = u->shard_off;
+		adamw_apply_at(&z->opt, z->p + o, z->g + o, z->m + o, z->v + o, u->flat_off + first, real, z->step);
+		struct adamw_cfg nodecay = z->opt;
+		nodecay.decay = NULL;
+		nodecay.wd = 0.0f;
+		o += real;
+		adamw_apply(&nodecay, z->p + o, z->g + o, z->m + o, z->v + o, u->sl - real, z->step);
+	}
 	memset(z->g, 0, z->shard_len * sizeof(float));
+	return 0;
+}
+
+int zero3_state(struct zero3 *z, struct zero_state *st)
+{
+	st->p = z->p;
+	st->m = z->m;
+	st->v = z->v;
+	st->n = z->shard_len;
+	st->step = &z->step;
+	return 0;
+}
+
+int zero3_unit_flat_off(const struct zero3 *z, int unit, size_t *flat_off, size_t *n)
+{
+	if (unit < 0 || unit >= z->nu) return -1;
+	*flat_off = z->u[unit].flat_off;
+	*n = z->u[unit].n;
 	return 0;
 }

@@ -1,0 +1,437 @@
+/* run — `scaleplan run`: execute a plan for real on the CPU runtime, one MPI rank per GPU of
+ * the plan (mpirun -np N). Every rank parses the same flags; errors every rank sees alike are
+ * printed once, by rank 0, and every rank exits with the same code. Rank 0 prints the
+ * per-step lines, writes the trace, the weights dump and the database rows. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "runtime/ckpt.h"
+#include "runtime/data.h"
+#include "runtime/train.h"
+#include "sim/util.h"
+#include "tuner/store.h"
+
+#define DEFAULT_GPU "h100-sxm"
+
+struct run_opts {
+	struct plan plan;
+	long steps, save_every;
+	struct train_opts train;
+	const char *data, *db, *trace, *save, *resume, *dump;
+	double timeout_s;
+	int json;
+};
+
+static void run_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mpirun -np N scaleplan run --model M PLAN-FLAGS [--steps K] [--seed S] [--data FILE]\n"
+		"           [--db PATH] [--trace FILE.json] [--json] [--save DIR [--save-every K]]\n"
+		"           [--resume DIR] [--dump-weights FILE] [--lr X] [--comm-timeout S]\n"
+		"           [--bucket-params N]\n\n"
+		"Trains the model with the plan on the CPU runtime, one MPI rank per GPU of the plan\n"
+		"(--gpus defaults to the number of ranks). Supported now: data parallelism with --zero 0-3\n"
+		"and tp = pp = cp = ep = 1; other plans stop with \"not yet supported by the runtime\".\n"
+		"Arithmetic is fp32 whatever --precision says; --gpu (default " DEFAULT_GPU ") only feeds\n"
+		"the plan's validation.\n\n"
+		"  --steps K          train until K optimizer steps are done (a resumed run counts the\n"
+		"                     checkpoint's steps), default 10\n"
+		"  --seed S           initial weights and synthetic data (default 1234); same seed and\n"
+		"                     plan give the same losses\n"
+		"  --data FILE        llm.c token file: 256 little-endian int32 header (magic 20240520,\n"
+		"                     version 1, token count N), then N uint16 tokens, each < vocab_size;\n"
+		"                     sample i is the window at token (i mod W)*seq, W = (N-1)/seq.\n"
+		"                     Default: synthetic tokens, a pure function of (seed, sample, position)\n"
+		"  --lr X             AdamW learning rate (default 3e-4; betas 0.9/0.95, eps 1e-8, weight\n"
+		"                     decay 0.1 on matrices only, clipping at global norm 1.0)\n"
+		"  --json             one JSON object per step on stdout: step, loss, grad_norm,\n"
+		"                     step_time_s, tokens_per_s, peak_mem_bytes (largest rank),\n"
+		"                     peak_mem_bytes_per_rank, peak_rss_bytes_per_rank\n"
+		"  --trace FILE.json  measured Chrome Trace Event JSON: ph \"X\" events, pid = rank,\n"
+		"                     tid = stream (thread_name metadata; cat repeats it): 0 \"compute\"\n"
+		"                     (F, BW, optimizer; args {mb, chunk, stage, layers: [first,\n"
+		"                     last]}) or 1 \"comm\" (allreduce, reduce_scatter,\n"
+		"                     allgather: from the first bucket's start to the last wait's\n"
+		"                     end; at ZeRO-3 each unit's gather from its call to its wait and\n"
+		"                     the step's final wait for the unit reduce-scatters),\n"
+		"                     ts/dur in microseconds since the ranks' common start\n"
+		"  --db PATH          record the run and one measurement row per step (SQLite)\n"
+		"  --save DIR         write one checkpoint file per rank at the end (and every K steps\n"
+		"                     with --save-every K), atomically\n"
+		"  --resume DIR       continue from DIR's checkpoint (same plan, world size and seed)\n"
+		"  --dump-weights F   rank 0 writes every parameter after the last step, fp32\n"
+		"                     little-endian, in the single-rank layout\n"
+		"  --bucket-params N  gradient bucket size in parameters (default Megatron's\n"
+		"                     max(40e6, 1e6*dp)); smaller buckets overlap backward more\n"
+		"  --comm-timeout S   a collective waiting longer than S seconds ends the job (default\n"
+		"                     300; 0 waits for ever)\n\n"
+		"Memory per rank is the bytes of the buffers the rank holds at their peak: weights,\n"
+		"gradients, AdamW moments, gradient shard, one micro-batch's activations and ZeRO-3's\n"
+		"gathered units and gradient buffers (GiB = 2^30 bytes); the process's peak resident set\n"
+		"size is reported beside it (peak_rss_bytes_per_rank).\n\n");
+	plan_print_flags_help(f);
+}
+
+/* Returns 1 when argv[*i] was ours, 0 when not, -1 with err on a bad value. */
+static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err)
+{
+	const char *a = argv[*i];
+	if (!strcmp(a, "--json")) { o->json = 1; return 1; }
+	static const char *const with_value[] = {"--steps", "--seed", "--data", "--db", "--trace", "--save",
+						 "--save-every", "--resume", "--dump-weights", "--lr",
+						 "--comm-timeout", "--bucket-params"};
+	int k = -1;
+	for (int j = 0; j < (int)(sizeof(with_value) / sizeof(with_value[0])); j++)
+		if (!strcmp(a, with_value[j])) k = j;
+	if (k < 0) return 0;
+	if (*i + 1 >= argc) return errf(err, "%s: missing value", a);
+	const char *v = argv[++*i];
+	long n;
+	double x;
+	switch (k) {
+	case 0: if (parse_int(v, "--steps", 1, 100000000, &o->steps, err)) return -1; break;
+	case 1:
+		if (parse_int(v, "--seed", 0, 0x7fffffffffffffffL, &n, err)) return -1;
+		o->train.seed = (uint64_t)n;
+		break;
+	case 2: o->data = v; break;
+	case 3: o->db = v; break;
+	case 4: o->trace = v; break;
+	case 5: o->save = v; break;
+	case 6: if (parse_int(v, "--save-every", 1, 100000000, &o->save_every, err)) return -1; break;
+	case 7: o->resume = v; break;
+	case 8: o->dump = v; break;
+	case 9:
+		if (parse_double(v, "--lr", 0, 10, &x, err)) return -1;
+		o->train.opt.lr = (float)x;
+		break;
+	case 10: if (parse_double(v, "--comm-timeout", 0, 1e6, &o->timeout_s, err)) return -1; break;
+	default:
+		if (parse_int(v, "--bucket-params", 1, 0x7fffffffffffL, &n, err)) return -1;
+		o->train.bucket_params = (size_t)n;
+		break;
+	}
+	return 1;
+}
+
+/* Every rank parses; returns 0, or -1 with err (printed by the caller on rank 0). */
+static int parse(int argc, char **argv, struct run_opts *o, int *help, char *err)
+{
+	memset(o, 0, sizeof(*o));
+	plan_defaults(&o->plan);
+	train_opts_default(&o->train);
+	o->steps = 10;
+	o->timeout_s = 300;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; return EXIT_OK; }
+		int r = run_flag(argc, argv, &i, o, err);
+		if (r == 0) r = cli_plan_flag(argc, argv, &i, &o->plan, err);
+		if (r < 0) return -1;
+		if (r == 0) return errf(err, "unknown option '%s'", argv[i]);
+	}
+	if (!o->plan.model[0]) return errf(err, "--model is required");
+	if (o->save_every && !o->save) return errf(err, "--save-every needs --save DIR");
+	return 0;
+}
+
+static int load_plan(struct run_opts *o, int world, struct model *m, char *err)
+{
+	struct hw h;
+	struct plan *p = &o->plan;
+	if (!p->gpu[0]) snprintf(p->gpu, sizeof(p->gpu), "%s", DEFAULT_GPU);
+	if (!p->gpus && !p->dp) p->gpus = world;
+	if (model_load(p->model, m, err) || hw_load(p->gpu, &h, err) || plan_resolve(p, m, &h, err) ||
+	    plan_validate(p, m, &h, err) || train_supported(p, m, err))
+		return -1;
+	if (p->gpus != world)
+		return errf(err, "the plan needs %d ranks (--gpus %d) but mpirun started %d; run mpirun -np %d",
+			    p->gpus, p->gpus, world, p->gpus);
+	return 0;
+}
+
+/* 1 when any rank of the world failed (sum of flags), so every rank takes the same branch. */
+static int any_failed(struct comm *world, int failed)
+{
+	double f = failed ? 1 : 0;
+	char e2[ERR_LEN];
+	if (comm_allreduce(world, &f, &f, 1, COMM_F64, e2)) return 1;
+	return f > 0;
+}
+
+/* ---- output ------------------------------------------------------------------------- */
+
+static void print_step(const struct run_opts *o, const struct train_stats *st, const double *mem,
+		       int world)
+{
+	double peak = 0;
+	for (int r = 0; r < world; r++) peak = mem[2 * r] > peak ? mem[2 * r] : peak;
+	if (o->json) {
+		printf("{\"step\": %d, \"loss\": %.17g, \"grad_norm\": %.9g, \"step_time_s\": %.6g, "
+		       "\"tokens_per_s\": %.6g, \"peak_mem_bytes\": %.0f, \"peak_mem_bytes_per_rank\": [",
+		       st->step, st->loss, st->grad_norm, st->step_time_s, st->tokens_per_s, peak);
+		for (int r = 0; r < world; r++) printf("%s%.0f", r ? ", " : "", mem[2 * r]);
+		printf("], \"peak_rss_bytes_per_rank\": [");
+		for (int r = 0; r < world; r++) printf("%s%.0f", r ? ", " : "", mem[2 * r + 1]);
+		printf("]}\n");
+	} else {
+		printf("step %4d  loss %.6f  grad norm %.4f  %.4f s  %.0f tokens/s  peak mem GiB/rank:",
+		       st->step, st->loss, st->grad_norm, st->step_time_s, st->tokens_per_s);
+		for (int r = 0; r < world; r++) printf(" %.4f", mem[2 * r] / 1073741824.0);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+static const char *stream_name(int s) { return s == EV_COMPUTE ? "compute" : "comm"; }
+
+/* Rank 0 gathers every rank's events (padded to the largest count) and writes the trace. */
+#define EVF 9
+static int write_trace(struct ctx *x, struct trainer *t, const char *path, char *err)
+{
+	size_t n;
+	const struct train_event *ev = train_events(t, &n);
+	double cnt = (double)n, *counts = malloc(sizeof(double) * (size_t)x->world);
+	if (!counts) return errf(err, "trace: out of memory");
+	int rc = comm_allgather(x->world_comm, &cnt, counts, 1, COMM_F64, err);
+	size_t most = 0;
+	for (int r = 0; !rc && r < x->world; r++) most = (size_t)counts[r] > most ? (size_t)counts[r] : most;
+	double *mine = calloc(most * EVF + 1, sizeof(double));
+	double *all = calloc(most * EVF * (size_t)x->world + 1, sizeof(double));
+	if (!rc && (!mine || !all)) rc = errf(err, "trace: out of memory for %zu events", most);
+	for (size_t i = 0; !rc && i < n; i++) {
+		const struct train_event *e = &ev[i];
+		double row[EVF] = {e->start_s, e->end_s, e->name, e->stream, e->mb, e->chunk, e->stage,
+				   e->layer0, e->layer1};
+		memcpy(mine + i * EVF, row, sizeof(row));
+	}
+	if (!rc) rc = comm_allgather(x->world_comm, mine, all, most * EVF, COMM_F64, err);
+	FILE *f = NULL;
+	if (!rc && x->rank == 0 && !(f = fopen(path, "w"))) rc = errf(err, "trace: cannot create %s", path);
+	if (f) {
+		fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"scaleplan run (measured)\"},\n"
+			   "\"traceEvents\": [\n");
+		int first = 1;
+		for (int r = 0; r < x->world; r++) {
+			fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
+				first ? "" : ",\n", r, r);
+			for (int s = 0; s < 2; s++)
+				fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+					   "\"args\": {\"name\": \"%s\"}}", r, s, stream_name(s));
+			first = 0;
+			for (size_t i = 0; i < (size_t)counts[r]; i++) {
+				const double *e = all + ((size_t)r * most + i) * EVF;
+				fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %d, "
+					   "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f",
+					train_ev_name((int)e[2]), stream_name((int)e[3]), r, (int)e[3], e[0] * 1e6,
+					(e[1] - e[0]) * 1e6);
+				if ((int)e[3] == EV_COMPUTE && e[7] >= 0)
+					fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": [%d, %d]}",
+						(int)e[4], (int)e[5], (int)e[6], (int)e[7], (int)e[8] - 1);
+				fprintf(f, "}");
+			}
+		}
+		fprintf(f, "\n]}\n");
+		if (fclose(f)) rc = errf(err, "trace: writing %s failed", path);
+	}
+	free(counts);
+	free(mine);
+	free(all);
+	return rc;
+}
+
+static int dump_weights(struct ctx *x, struct trainer *t, const char *path, char *err)
+{
+	size_t n = train_n_params(t);
+	float *full = malloc(n * sizeof(float));
+	if (!full) return errf(err, "--dump-weights: out of memory for %zu parameters", n);
+	int rc = train_full_params(t, full, err);
+	if (!rc && x->rank == 0) {
+		FILE *f = fopen(path, "wb");
+		if (!f) rc = errf(err, "--dump-weights: cannot create %s", path);
+		else {
+			int bad = fwrite(full, sizeof(float), n, f) != n;
+			if (fclose(f) || bad) rc = errf(err, "--dump-weights: writing %s failed", path);
+		}
+	}
+	free(full);
+	return rc;
+}
+
+/* ---- the run ------------------------------------------------------------------------ */
+
+struct job {
+	struct run_opts o;
+	struct model m;
+	struct ctx *x;
+	struct data *data;
+	struct trainer *t;
+	struct store *db;
+	long run_id;
+	char *plan_json;
+};
+
+static int save(struct job *j, char *err)
+{
+	struct train_state s;
+	train_state(j->t, &s);
+	struct ckpt_meta meta = {j->x->rank, j->x->world, j->plan_json, j->o.train.seed,
+				 (uint64_t)*s.steps_done * (uint64_t)j->o.plan.gbs};
+	return ckpt_save(j->o.save, &meta, &s, err);
+}
+
+/* Rank 0 opens the store and records the run; the others only learn whether it worked. */
+static int open_db(struct job *j, char *err)
+{
+	if (j->x->rank != 0) return 0;
+	char host[256] = "unknown";
+	gethostname(host, sizeof(host) - 1);
+	if (store_open(j->o.db, 1, &j->db, err)) return -1;
+	return store_add_run(j->db, 0, j->plan_json, host, &j->run_id, err);
+}
+
+static int train_loop(struct job *j, char *err)
+{
+	int world = j->x->world;
+	double *mem = malloc(sizeof(double) * 2 * (size_t)world);
+	if (!mem) return errf(err, "out of memory");
+	int rc = 0;
+	while (!rc && train_steps_done(j->t) < j->o.steps) {
+		struct train_stats st;
+		double mine[2];
+		if (train_step(j->t, &st, err)) { rc = -1; break; }
+		mine[0] = st.mem_bytes_local;
+		mine[1] = st.rss_bytes_local;
+		if (comm_allgather(j->x->world_comm, mine, mem, 2, COMM_F64, err)) { rc = -1; break; }
+		if (j->x->rank == 0) {
+			print_step(&j->o, &st, mem, world);
+			double peak = 0;
+			for (int r = 0; r < world; r++) peak = mem[2 * r] > peak ? mem[2 * r] : peak;
+			if (j->db && store_add_measurement(j->db, j->run_id, st.step, st.step_time_s, st.tokens_per_s,
+							   peak, st.loss, err))
+				rc = -1;
+		}
+		if (j->o.save_every && st.step % j->o.save_every == 0 && st.step < j->o.steps) {
+			char e2[ERR_LEN];
+			int bad = save(j, e2);
+			snprintf(err, ERR_LEN, "%s", bad ? e2 : "checkpoint: another rank failed to save");
+			if (any_failed(j->x->world_comm, bad)) rc = -1;
+		}
+	}
+	free(mem);
+	return rc;
+}
+
+/* Every rank's checkpoint file must come from the same save (a crash between two ranks'
+ * renames leaves a mix); returns 1 with a message on rank 0 when they do not agree. */
+static int mixed_steps(struct comm *world, int steps, const char *dir)
+{
+	int n = comm_size(world), mixed = 0;
+	double mine = steps, *all = malloc(sizeof(double) * (size_t)n);
+	char e2[ERR_LEN];
+	if (!all || comm_allgather(world, &mine, all, 1, COMM_F64, e2)) {
+		free(all);
+		return 1;
+	}
+	for (int r = 1; r < n; r++) mixed |= all[r] != all[0];
+	if (mixed && comm_rank(world) == 0)
+		fprintf(stderr, "scaleplan run: checkpoint: the files in %s come from different saves "
+			"(rank 0 at step %.0f, another rank at a different step)\n", dir, all[0]);
+	free(all);
+	return mixed;
+}
+
+/* Input checks every rank makes; returns the exit code all ranks share. Messages are
+ * printed here (err is left empty). */
+static int setup(struct job *j, struct comm *world, char *err)
+{
+	err[0] = 0;
+	struct run_opts *o = &j->o;
+	int rank = comm_rank(world);
+	/* the data file: every rank reads it and reports its own failure */
+	char e2[ERR_LEN] = "";
+	int bad = o->data ? data_open_file(o->data, j->m.vocab, o->plan.seq, &j->data, e2)
+			  : data_open_synthetic(j->m.vocab, o->train.seed, &j->data, e2);
+	if (bad) fprintf(stderr, "scaleplan run: rank %d: %s\n", rank, e2);
+	if (any_failed(world, bad)) return EXIT_BADINPUT;
+	if (train_create(j->x, &j->m, &o->train, j->data, &j->t, e2)) {
+		if (rank == 0) fprintf(stderr, "scaleplan run: %s\n", e2);
+		return EXIT_BADINPUT;
+	}
+	j->plan_json = plan_to_json(&o->plan);
+	if (!j->plan_json) return errf(err, "out of memory"), EXIT_RUNTIME;
+	if (o->resume) {
+		struct train_state s;
+		train_state(j->t, &s);
+		struct ckpt_meta meta = {rank, j->x->world, j->plan_json, o->train.seed, 0};
+		bad = ckpt_load(o->resume, &meta, &s, e2);
+		if (bad) fprintf(stderr, "scaleplan run: rank %d: %s\n", rank, e2);
+		if (any_failed(world, bad) || mixed_steps(world, *s.steps_done, o->resume)) return EXIT_BADINPUT;
+	}
+	bad = o->db && open_db(j, e2);
+	if (bad) fprintf(stderr, "scaleplan run: %s\n", e2);
+	if (any_failed(world, bad)) return EXIT_BADINPUT;
+	return EXIT_OK;
+}
+
+static int finish(struct job *j, char *err)
+{
+	if (j->o.dump && dump_weights(j->x, j->t, j->o.dump, err)) return -1;
+	if (j->o.trace && write_trace(j->x, j->t, j->o.trace, err)) return -1;
+	if (j->o.save && save(j, err)) return -1;
+	if (j->db && store_finish_run(j->db, j->run_id, "finished", err)) return -1;
+	return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	char err[ERR_LEN] = "";
+	struct comm *world = NULL;
+	if (comm_mpi_world(&world, err)) {
+		cli_error("run", "%s", err);
+		return EXIT_RUNTIME;
+	}
+	int rank = comm_rank(world), help = 0;
+	struct job j;
+	memset(&j, 0, sizeof(j));
+	int rc = parse(argc, argv, &j.o, &help, err) ? EXIT_BADINPUT : EXIT_OK;
+	if (help) {
+		if (rank == 0) run_usage(stdout);
+		goto out;
+	}
+	if (!rc && load_plan(&j.o, comm_size(world), &j.m, err)) rc = EXIT_BADINPUT;
+	if (rc) {
+		if (rank == 0) cli_error("run", "%s", err);
+		goto out;
+	}
+	comm_set_timeout(world, j.o.timeout_s);
+	j.o.train.trace = j.o.trace != NULL;
+	if (ctx_create(world, &j.o.plan, &j.x, err)) {
+		if (rank == 0) cli_error("run", "%s", err);
+		rc = EXIT_BADINPUT;
+		goto out;
+	}
+	rc = setup(&j, world, err);
+	if (rc) {
+		/* setup printed per-rank messages itself; others are the same everywhere */
+		if (err[0]) cli_error("run", "rank %d: %s", rank, err);
+		goto out;
+	}
+	if (train_loop(&j, err) || finish(&j, err)) {
+		/* a failed collective leaves the others waiting: end the whole job */
+		cli_error("run", "rank %d: %s", rank, err);
+		if (j.db) store_finish_run(j.db, j.run_id, "failed", NULL);
+		fflush(stderr);
+		comm_abort(world, EXIT_RUNTIME);
+		rc = EXIT_RUNTIME;
+	}
+out:
+	store_close(j.db);
+	train_destroy(j.t);
+	data_close(j.data);
+	free(j.plan_json);
+	ctx_destroy(j.x);
+	comm_destroy(world);
+	return rc;
+}

@@ -1,0 +1,515 @@
+/* train — one rank's trainer: micro-batches, data-parallel reduction, clipping, AdamW.
+ *
+ * The flat parameter vector is cut into units in backward-friendly order: unit 0 the
+ * embedding, unit 1+l decoder layer l, the last unit the final norm and LM head
+ * (model.c lays tensors out in exactly this order). ZeRO 0-2 mark a unit's gradients ready as
+ * soon as its backward is done; ZeRO-3 shards by these units and runs each layer on a view
+ * of the model whose offsets are rebased into the gathered unit. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#include "runtime/train.h"
+#include "runtime/zero.h"
+#include "sim/flops.h"
+#include "sim/util.h"
+
+struct trainer {
+	struct ctx *x;
+	const struct data *data;
+	struct train_opts o;
+	struct llama *m;
+	struct llama_acts *a;
+	int L, nunits, micro, stage, steps;
+	size_t *bound;                 /* [nunits+1]: unit u is [bound[u], bound[u+1]) */
+	struct decay_range *decay;
+	int ndecay;
+	struct zero *z;                /* stages 0-2 */
+	struct zero3 *z3;              /* stage 3 */
+	struct llama_layer_offsets *rebased;  /* stage 3: layer l's offsets minus bound[1+l] */
+	int *tokens, *targets;         /* (mbs, seq) */
+	double t0_s;
+	double static_bytes, peak_bytes;
+	struct train_event *ev;
+	size_t nev, cap;
+	double rs_start_s;             /* stages 0-2: when the first bucket started, or -1 */
+};
+
+void train_opts_default(struct train_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->seed = 1234;
+	adamw_opts_default(&o->opt);
+}
+
+const char *train_ev_name(int name)
+{
+	static const char *const names[] = {"F", "B", "W", "BW", "optimizer", "allreduce",
+					    "reduce_scatter", "allgather"};
+	return name >= 0 && name < EV_NAME_COUNT ? names[name] : "?";
+}
+
+int train_supported(const struct plan *p, const struct model *m, char *err)
+{
+	static const char *const what = "not yet supported by the runtime";
+	if (p->tp != 1) return errf(err, "%s: tp %d (tensor parallelism; tp must be 1)", what, p->tp);
+	if (p->pp != 1) return errf(err, "%s: pp %d (pipeline parallelism; pp must be 1)", what, p->pp);
+	if (p->cp != 1) return errf(err, "%s: cp %d (context parallelism; cp must be 1)", what, p->cp);
+	if (p->ep != 1) return errf(err, "%s: ep %d (expert parallelism; ep must be 1)", what, p->ep);
+	if (p->vpp > 1) return errf(err, "%s: vpp %d (virtual pipeline stages; vpp must be 1)", what, p->vpp);
+	if (p->recompute != RC_NONE)
+		return errf(err, "%s: recompute %s (activations are always kept; use --recompute none)", what,
+			    recompute_name(p->recompute));
+	if (p->zero < 0 || p->zero > 3) return errf(err, "plan: zero (%d) must be 0..3", p->zero);
+	if (p->zero == 3 && m->tied)
+		return errf(err, "%s: zero 3 with tied embeddings (tie_word_embeddings)", what);
+	if (p->mbs < 1 || p->seq < 1 || p->dp < 1 || p->gbs % (p->dp * p->mbs))
+		return errf(err, "plan: gbs (%d) must be a multiple of dp*mbs (%d*%d)", p->gbs, p->dp, p->mbs);
+	return 0;
+}
+
+/* ---- events ------------------------------------------------------------------------- */
+
+static void record(struct trainer *t, int name, int stream, double s, double e, int mb, int l0, int l1)
+{
+	if (!t->o.trace) return;
+	if (t->nev == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 256;
+		struct train_event *ev = realloc(t->ev, cap * sizeof(*ev));
+		if (!ev) return;   /* a trace missing events beats a failed step */
+		t->ev = ev;
+		t->cap = cap;
+	}
+	int compute = stream == EV_COMPUTE;
+	t->ev[t->nev++] = (struct train_event){s - t->t0_s, e - t->t0_s, name, stream, mb,
+					       compute ? 0 : -1, compute ? 0 : -1, l0, l1};
+}
+
+const struct train_event *train_events(const struct trainer *t, size_t *n)
+{
+	*n = t->nev;
+	return t->ev;
+}
+
+void train_clear_events(struct trainer *t) { t->nev = 0; }
+
+/* ---- memory ------------------------------------------------------------------------- */
+
+static void note_peak(struct trainer *t)
+{
+	double b = t->static_bytes;
+	if (t->z3) b += 4.0 * (double)zero3_peak_live(t->z3);
+	if (b > t->peak_bytes) t->peak_bytes = b;
+}
+
+double train_mem_bytes(const struct trainer *t) { return t->peak_bytes; }
+
+static double peak_rss_bytes(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru)) return 0;
+	return (double)ru.ru_maxrss * 1024.0;   /* Linux reports KiB */
+}
+
+/* ---- creation ----------------------------------------------------------------------- */
+
+static int build_units(struct trainer *t, char *err)
+{
+	const struct llama *m = t->m;
+	t->L = m->cfg.layers;
+	t->nunits = t->L + 2;
+	t->bound = malloc(sizeof(size_t) * (size_t)(t->nunits + 1));
+	if (!t->bound) return errf(err, "train: out of memory");
+	t->bound[0] = 0;
+	for (int l = 0; l < t->L; l++) t->bound[1 + l] = m->layer[l].attn_norm;
+	t->bound[t->L + 1] = m->final_norm;
+	t->bound[t->L + 2] = m->n_params;
+	for (int u = 0; u < t->nunits; u++)
+		if (t->bound[u] >= t->bound[u + 1] || (u == 0 && m->embed != 0))
+			return errf(err, "train: model %s's tensors are not laid out embed, layers, head",
+				    m->cfg.name);
+	/* decay ranges: runs of adjacent decayed tensors */
+	t->decay = malloc(sizeof(*t->decay) * (size_t)m->n_specs);
+	if (!t->decay) return errf(err, "train: out of memory");
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		if (!s->decay) continue;
+		struct decay_range *last = t->ndecay ? &t->decay[t->ndecay - 1] : NULL;
+		if (last && last->off + last->len == s->offset) last->len += s->numel;
+		else t->decay[t->ndecay++] = (struct decay_range){s->offset, s->numel};
+	}
+	return 0;
+}
+
+static struct adamw_cfg adam_cfg(const struct trainer *t)
+{
+	const struct adamw_opts *o = &t->o.opt;
+	return (struct adamw_cfg){o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, t->decay, t->ndecay};
+}
+
+/* ZeRO 0-2: the model's params and grads become padded buffers the reduction can use; the
+ * moments live in zero, so the model's are freed. */
+static int setup_zero012(struct trainer *t, char *err)
+{
+	struct zero_cfg zc = {.stage = t->stage, .bucket_params = t->o.bucket_params, .opt = adam_cfg(t)};
+	if (zero_create(ctx_comm(t->x, GROUP_DPCP), t->m->n_params, &zc, &t->z, err)) return -1;
+	size_t P = zero_padded(t->z), n = t->m->n_params;
+	float *p = calloc(P, sizeof(float)), *g = calloc(P, sizeof(float));
+	if (!p || !g) {
+		free(p);
+		free(g);
+		return errf(err, "train: out of memory for %zu parameters", P);
+	}
+	memcpy(p, t->m->params, n * sizeof(float));
+	free(t->m->params);
+	free(t->m->grads);
+	free(t->m->m);
+	free(t->m->v);
+	t->m->params = p;
+	t->m->grads = g;
+	t->m->m = t->m->v = NULL;
+	struct zero_state zs;
+	zero_state(t->z, &zs);
+	t->static_bytes = 4.0 * (2.0 * (double)P + 2.0 * (double)zs.n + (t->stage ? (double)zs.n : 0));
+	return 0;
+}
+
+static int setup_zero3(struct trainer *t, char *err)
+{
+	size_t *sizes = malloc(sizeof(size_t) * (size_t)t->nunits);
+	if (!sizes) return errf(err, "train: out of memory");
+	for (int u = 0; u < t->nunits; u++) sizes[u] = t->bound[u + 1] - t->bound[u];
+	struct adamw_cfg ac = adam_cfg(t);
+	int rc = zero3_create(ctx_comm(t->x, GROUP_DPCP), sizes, t->nunits, &ac, &t->z3, err);
+	free(sizes);
+	if (rc || zero3_load(t->z3, t->m->params, err)) return -1;
+	free(t->m->params);
+	free(t->m->grads);
+	free(t->m->m);
+	free(t->m->v);
+	t->m->params = t->m->grads = t->m->m = t->m->v = NULL;
+	t->rebased = malloc(sizeof(*t->rebased) * (size_t)t->L);
+	if (!t->rebased) return errf(err, "train: out of memory");
+	for (int l = 0; l < t->L; l++) {
+		struct llama_layer_offsets o = t->m->layer[l];
+		size_t base = t->bound[1 + l], *f = (size_t *)&o;
+		for (size_t i = 0; i < sizeof(o) / sizeof(size_t); i++)
+			if (f[i] != (size_t)-1) f[i] -= base;
+		t->rebased[l] = o;
+	}
+	t->static_bytes = 4.0 * 4.0 * (double)zero3_shard_len(t->z3);   /* p, g, m, v shards */
+	return 0;
+}
+
+/* The model is built whole (4 fp32 copies) before sharding, so refuse what cannot fit in
+ * this machine's memory instead of letting the kernel kill the job mid-initialisation. */
+static int check_host_memory(const struct model *mc, int ranks_here, char *err)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || page <= 0) return 0;
+	double need = 16.0 * model_params_total(mc) * ranks_here, have = (double)pages * (double)page;
+	if (need > 0.8 * have)
+		return errf(err, "train: model %s needs %.1f GiB for %d rank(s) on this host (16 bytes per "
+			    "parameter while it is built), more than 80%% of the %.1f GiB here",
+			    mc->name, need / 1073741824.0, ranks_here, have / 1073741824.0);
+	return 0;
+}
+
+/* Collective: how many ranks of the world share this rank's host name. */
+static int ranks_on_host(struct ctx *x, char *err)
+{
+	enum { HOST_LEN = 64 };
+	char mine[HOST_LEN] = {0};
+	char *all = calloc((size_t)x->world, HOST_LEN);
+	if (!all) return errf(err, "train: out of memory");
+	gethostname(mine, HOST_LEN - 1);
+	int n = -1;
+	if (!comm_allgather(x->world_comm, mine, all, HOST_LEN, COMM_BYTE, err)) {
+		n = 0;
+		for (int r = 0; r < x->world; r++) n += !strncmp(all + (size_t)r * HOST_LEN, mine, HOST_LEN);
+	}
+	free(all);
+	return n;
+}
+
+int train_create(struct ctx *x, const struct model *mc, const struct train_opts *o,
+		 const struct data *d, struct trainer **out, char *err)
+{
+	*out = NULL;
+	const struct plan *p = &x->plan;
+	int here = ranks_on_host(x, err);
+	if (here < 0 || train_supported(p, mc, err) || check_host_memory(mc, here, err)) return -1;
+	struct trainer *t = calloc(1, sizeof(*t));
+	if (!t) return errf(err, "train: out of memory");
+	t->x = x;
+	t->data = d;
+	t->o = *o;
+	t->stage = p->zero;
+	t->micro = plan_microbatches(p);
+	t->rs_start_s = -1;
+	struct llama_opts lo;
+	llama_opts_default(&lo);
+	lo.seed = o->seed;
+	int rc = -1;
+	if (llama_create(&t->m, mc, &lo, err) || build_units(t, err) ||
+	    llama_acts_create(&t->a, t->m, p->mbs, p->seq, 0, err))
+		goto out;
+	t->tokens = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
+	t->targets = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
+	if (!t->tokens || !t->targets) {
+		errf(err, "train: out of memory");
+		goto out;
+	}
+	if (t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err)) goto out;
+	t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
+	note_peak(t);
+	if (comm_barrier(x->world_comm, err)) goto out;
+	t->t0_s = now_s();
+	*out = t;
+	t = NULL;
+	rc = 0;
+out:
+	train_destroy(t);
+	return rc;
+}
+
+void train_destroy(struct trainer *t)
+{
+	if (!t) return;
+	zero_destroy(t->z);
+	zero3_destroy(t->z3);
+	llama_acts_destroy(t->a);
+	llama_destroy(t->m);
+	free(t->bound);
+	free(t->decay);
+	free(t->rebased);
+	free(t->tokens);
+	free(t->targets);
+	free(t->ev);
+	free(t);
+}
+
+int train_steps_done(const struct trainer *t) { return t->steps; }
+size_t train_n_params(const struct trainer *t) { return t->m->n_params; }
+const struct llama *train_model(const struct trainer *t) { return t->m; }
+
+/* ---- one micro-batch, ZeRO 0-2 ------------------------------------------------------ */
+
+/* Loads micro-batch j of this rank's share of the current step's global batch. */
+static void load_batch(struct trainer *t, int j)
+{
+	const struct plan *p = &t->x->plan;
+	int per_rank = p->gbs / p->dp, d = comm_rank(ctx_comm(t->x, GROUP_DP));
+	uint64_t first = (uint64_t)t->steps * (uint64_t)p->gbs + (uint64_t)d * (uint64_t)per_rank +
+			 (uint64_t)j * (uint64_t)p->mbs;
+	for (int b = 0; b < p->mbs; b++)
+		data_sample(t->data, first + (uint64_t)b, p->seq, t->tokens + (size_t)b * p->seq,
+			    t->targets + (size_t)b * p->seq);
+}
+
+/* Marks unit u's gradients ready when this backward feeds the reduction. */
+static int ready(struct trainer *t, int reduce, int u, char *err)
+{
+	if (!reduce) return 0;
+	if (zero_grad_ready(t->z, t->bound[u], t->bound[u + 1] - t->bound[u], err)) return -1;
+	if (t->rs_start_s < 0 && dp_started(zero_dp(t->z)) > 0) t->rs_start_s = now_s();
+	return 0;
+}
+
+static int microbatch_zero012(struct trainer *t, int j, float dloss, int reduce, double *loss, char *err)
+{
+	struct llama *m = t->m;
+	double s = now_s();
+	*loss = llama_forward(m, t->a, t->tokens, t->targets);
+	double e = now_s();
+	record(t, EV_F, EV_COMPUTE, s, e, j, 0, t->L);
+	llama_head_backward(m, t->a, dloss);
+	if (ready(t, reduce, t->L + 1, err)) return -1;
+	for (int l = t->L - 1; l >= 0; l--) {
+		llama_layers_backward(m, t->a, l, l + 1);
+		if (ready(t, reduce, 1 + l, err)) return -1;
+	}
+	llama_embed_backward(m, t->a);
+	if (ready(t, reduce, 0, err)) return -1;
+	record(t, EV_BW, EV_COMPUTE, e, now_s(), j, 0, t->L);
+	return 0;
+}
+
+/* ---- one micro-batch, ZeRO-3 -------------------------------------------------------- */
+
+/* A model whose weights (and gradients) for unit u sit in the unit's own buffers. */
+static struct llama view_of(const struct trainer *t, int u, const float *params, float *grads)
+{
+	struct llama v = *t->m;
+	v.params = (float *)params;   /* the passes only read params */
+	v.grads = grads;
+	v.layer = t->rebased;
+	v.embed = 0;
+	v.final_norm = 0;
+	v.lm_head = t->m->lm_head - t->bound[u];
+	return v;
+}
+
+static int gather(struct trainer *t, int u, int dir, const float **w, char *err)
+{
+	double s = now_s();
+	if (zero3_gather(t->z3, u, dir, w, err)) return -1;
+	record(t, EV_ALLGATHER, EV_COMM, s, now_s(), -1, -1, -1);
+	note_peak(t);
+	return 0;
+}
+
+static int microbatch_zero3(struct trainer *t, int j, float dloss, double *loss, char *err)
+{
+	const int L = t->L, head = L + 1;
+	const float *w;
+	struct llama v;
+	double s = now_s();
+	if (gather(t, 0, +1, &w, err)) return -1;
+	v = view_of(t, 0, w, NULL);
+	llama_embed_forward(&v, t->a, t->tokens);
+	zero3_release(t->z3, 0);
+	for (int l = 0; l < L; l++) {
+		if (gather(t, 1 + l, +1, &w, err)) return -1;
+		v = view_of(t, 1 + l, w, NULL);
+		llama_layers_forward(&v, t->a, l, l + 1);
+		zero3_release(t->z3, 1 + l);
+	}
+	if (gather(t, head, -1, &w, err)) return -1;
+	v = view_of(t, head, w, NULL);
+	*loss = llama_head_forward(&v, t->a, t->targets) + llama_aux_loss(&v, t->a, 0, L);
+	double e = now_s();
+	record(t, EV_F, EV_COMPUTE, s, e, j, 0, L);
+	for (int u = head; u >= 0; u--) {
+		if (u != head && gather(t, u, -1, &w, err)) return -1;
+		float *g = zero3_grad(t->z3, u, err);
+		if (!g) return -1;
+		note_peak(t);
+		v = view_of(t, u, w, g);
+		if (u == head) llama_head_backward(&v, t->a, dloss);
+		else if (u > 0) llama_layers_backward(&v, t->a, u - 1, u);
+		else llama_embed_backward(&v, t->a);
+		zero3_release(t->z3, u);
+		if (zero3_reduce(t->z3, u, err)) return -1;
+		note_peak(t);
+	}
+	record(t, EV_BW, EV_COMPUTE, e, now_s(), j, 0, L);
+	return 0;
+}
+
+/* Forward and backward of micro-batch j, its gradient added into this rank's accumulator:
+ * the one place a tensor- or pipeline-parallel executor replaces. `reduce` says whether this
+ * backward feeds a data-parallel reduction (stages 0-2 mark gradients ready as they go). */
+static int run_microbatch(struct trainer *t, int j, float dloss, int reduce, double *loss, char *err)
+{
+	load_batch(t, j);
+	if (t->z3) return microbatch_zero3(t, j, dloss, loss, err);
+	return microbatch_zero012(t, j, dloss, reduce, loss, err);
+}
+
+/* ---- the step ----------------------------------------------------------------------- */
+
+static int finish_reduce(struct trainer *t, char *err)
+{
+	double s = now_s();
+	if (zero_reduce_finish(t->z, err)) return -1;
+	double start = t->rs_start_s >= 0 ? t->rs_start_s : s;
+	record(t, t->stage ? EV_REDUCE_SCATTER : EV_ALLREDUCE, EV_COMM, start, now_s(), -1, -1, -1);
+	t->rs_start_s = -1;
+	return 0;
+}
+
+static int accumulate(struct trainer *t, double *loss_sum, char *err)
+{
+	const float dloss = 1.0f / (float)t->micro;
+	if (t->z) llama_zero_grad(t->m);
+	for (int j = 0; j < t->micro; j++) {
+		/* stage 2 reduces every micro-batch; 0 and 1 only the last one's backward */
+		int reduce = t->z && (t->stage == 2 || j == t->micro - 1);
+		if (reduce && zero_reduce_begin(t->z, t->m->grads, t->stage == 2 && j > 0, err)) return -1;
+		double l;
+		if (run_microbatch(t, j, dloss, reduce, &l, err)) return -1;
+		*loss_sum += l;
+		if (reduce && finish_reduce(t, err)) return -1;
+		if (reduce && t->stage == 2 && j < t->micro - 1) llama_zero_grad(t->m);
+	}
+	return 0;
+}
+
+int train_step(struct trainer *t, struct train_stats *st, char *err)
+{
+	const struct plan *p = &t->x->plan;
+	struct comm *dpg = ctx_comm(t->x, GROUP_DPCP);
+	double t_start = now_s(), loss_sum = 0, norm = 0;
+	if (accumulate(t, &loss_sum, err)) return -1;
+	double s = now_s();
+	float max_norm = t->o.opt.max_grad_norm;
+	if (t->z3) {
+		/* clipping first waits for the unit reduce-scatters still in flight */
+		if (zero3_clip_grad_norm(t->z3, NULL, 0, max_norm, &norm, err)) return -1;
+		record(t, EV_REDUCE_SCATTER, EV_COMM, s, now_s(), -1, -1, -1);
+		s = now_s();
+	}
+	if (t->z ? zero_clip_grad_norm(t->z, NULL, 0, max_norm, &norm, err) || zero_step(t->z, t->m->params, err)
+		 : zero3_step(t->z3, err))
+		return -1;
+	double e = now_s();
+	if (t->z && t->stage) {
+		/* the optimizer op runs until the parameters are gathered again, as in a
+		 * non-overlapped step; the gather shows on the comm stream beside it */
+		double gs, ge;
+		zero_last_gather(t->z, &gs, &ge);
+		record(t, EV_ALLGATHER, EV_COMM, gs, ge, -1, -1, -1);
+	}
+	record(t, EV_OPT, EV_COMPUTE, s, e, -1, -1, -1);
+	t->steps++;
+	if (comm_allreduce(dpg, &loss_sum, &loss_sum, 1, COMM_F64, err)) return -1;
+	/* the step ends when the slowest rank ends (comm has sum-reductions only: gather) */
+	double dt = now_s() - t_start, *all = malloc(sizeof(double) * (size_t)t->x->world);
+	if (!all) return errf(err, "train: out of memory");
+	int rc = comm_allgather(t->x->world_comm, &dt, all, 1, COMM_F64, err);
+	for (int r = 0; r < t->x->world; r++) dt = all[r] > dt ? all[r] : dt;
+	free(all);
+	if (rc) return -1;
+	note_peak(t);
+	st->step = t->steps;
+	st->loss = loss_sum / ((double)t->micro * comm_size(dpg));
+	st->grad_norm = norm;
+	st->step_time_s = dt;
+	st->tokens_per_s = (double)p->gbs * p->seq / st->step_time_s;
+	st->mem_bytes_local = t->peak_bytes;
+	st->rss_bytes_local = peak_rss_bytes();
+	return 0;
+}
+
+/* ---- state -------------------------------------------------------------------------- */
+
+int train_full_params(struct trainer *t, float *full, char *err)
+{
+	if (t->z) {
+		memcpy(full, t->m->params, t->m->n_params * sizeof(float));
+		return 0;
+	}
+	for (int u = 0; u < t->nunits; u++) {
+		const float *w;
+		if (zero3_gather(t->z3, u, 0, &w, err)) return -1;
+		memcpy(full + t->bound[u], w, (t->bound[u + 1] - t->bound[u]) * sizeof(float));
+		zero3_release(t->z3, u);
+	}
+	return 0;
+}
+
+int train_state(struct trainer *t, struct train_state *s)
+{
+	struct zero_state zs;
+	if (t->z) zero_state(t->z, &zs);
+	else zero3_state(t->z3, &zs);
+	s->params = t->z ? t->m->params : zs.p;
+	s->n_params = t->z ? t->m->n_params : zs.n;
+	s->m = zs.m;
+	s->v = zs.v;
+	s->n_moments = zs.n;
+	s->adam_step = zs.step;
+	s->steps_done = &t->steps;
+	return 0;
+}

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# `scaleplan run` end to end on the tiny config (hidden 64, 4 layers, 4 heads, 2 KV heads,
+# vocab 256; seq 16, gbs 8, mbs 2) under mpirun:
+#  - dp 2 with ZeRO 0, 1, 2, 3: the first 3 losses and the final weights match the np 1 run
+#    within 1e-5 relative; a run one step short does not (the comparison can fail);
+#  - the loss falls; same seed, same losses; another seed, other losses;
+#  - resume from a checkpoint reproduces the uninterrupted run's losses bit for bit;
+#  - --json lines, --trace events, --db rows; corrupt, truncated or foreign checkpoints and
+#    databases are refused with a clear message (data files and other bad input: run_input.sh);
+#  - a killed rank, or a stopped one (collective timeout), ends the job within 30 s.
+. "$(dirname "$0")/lib.sh"
+B=${SCALEPLAN_BUILD:-build}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"   # see mpi_comm.sh
+MPI="timeout 120 mpirun --oversubscribe"
+TINY="--model tiny --seq 16 --gbs 8 --mbs 2"
+
+# expect_msg PATTERN: exactly one line of ours on stderr (mpirun adds its own), matching
+expect_msg() {
+	[ "$1" = "--" ] && shift
+	local n=$(grep -c '^scaleplan' "$TMP/err")
+	if [ "$n" -eq 1 ] && grep '^scaleplan' "$TMP/err" | grep -Eq -- "$1"; then ok; else bad "stderr: not one message matching '$1': $(head -c 300 "$TMP/err")"; fi
+}
+
+# no_leaks WHAT: under ASan, no leak report may name a frame in our sources (Open MPI's own
+# leaks at exit cannot be suppressed by name; see mpi_comm.sh)
+no_leaks() {
+	if grep -Eq '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err"; then
+		bad "$1 leaks: $(grep -E -m 3 '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err")"
+	else ok; fi
+}
+
+# losses FILE: the loss of every --json line, one per line, as printed (17 digits)
+losses() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
+
+# close_losses A B N: the first N losses agree within 1e-5 relative
+close_losses() {
+	paste <(losses "$1" | head -n "$3") <(losses "$2" | head -n "$3") |
+		awk -v n="$3" '{d=$1-$2; if (d<0) d=-d; if (d > 1e-5*($2<0?-$2:$2)) bad++} END {exit (NR!=n || bad)}'
+}
+
+# close_weights A B: max |a-b| <= 1e-5 * max |b| over two raw fp32 files of the same size
+close_weights() {
+	[ -s "$1" ] && [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || return 1
+	paste <(od -An -v -w4 -t f4 "$1") <(od -An -v -w4 -t f4 "$2") |
+		awk '{d=$1-$2; if (d<0) d=-d; b=$2<0?-$2:$2; if (d>md) md=d; if (b>mb) mb=b}
+		     END {exit !(NR > 0 && md <= 1e-5*mb)}'
+}
+
+# --- dp 2 with ZeRO 0-3 against np 1 ------------------------------------------------------------
+expect_rc 0 $MPI -np 1 "$SP" run $TINY --steps 3 --json --dump-weights "$TMP/w1"
+cp "$TMP/out" "$TMP/l1"
+[ "$(grep -c '"step"' "$TMP/l1")" -eq 3 ] && ok || bad "np 1: 3 json lines expected: $(head -c 300 "$TMP/l1")"
+for key in step loss step_time_s tokens_per_s peak_mem_bytes; do
+	grep -q "\"$key\": [0-9]" "$TMP/l1" && ok || bad "--json lacks $key"
+done
+for z in 0 1 2 3; do
+	expect_rc 0 $MPI -np 2 "$SP" run $TINY --gpus 2 --zero $z --steps 3 --json --dump-weights "$TMP/w2.$z"
+	cp "$TMP/out" "$TMP/l2.$z"
+	no_leaks "zero $z"
+	close_losses "$TMP/l1" "$TMP/l2.$z" 3 && ok || bad "zero $z: losses differ from np 1: $(losses "$TMP/l2.$z" | tr '\n' ' ') vs $(losses "$TMP/l1" | tr '\n' ' ')"
+	close_weights "$TMP/w2.$z" "$TMP/w1" && ok || bad "zero $z: final weights differ from np 1 by more than 1e-5"
+done
+# the comparison can fail: weights after 2 steps are not those after 3
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 2 --dump-weights "$TMP/w2.short"
+close_weights "$TMP/w2.short" "$TMP/w1" && bad "weights after 2 steps pass as those after 3" || ok
+
+# it learns: 40 steps at lr 3e-3 take the loss well below ln(256) = 5.545 (uniform guessing)
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 40 --lr 3e-3 --json
+losses "$TMP/out" | tail -n 1 | awk '{exit !($1 < 5.545 - 0.3)}' && ok || bad "loss after 40 steps: $(losses "$TMP/out" | tail -n 1)"
+
+# --- determinism --------------------------------------------------------------------------------
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --trace "$TMP/t3.json"
+cmp -s <(losses "$TMP/out") <(losses "$TMP/l2.3") && ok || bad "same seed, different losses"
+# ZeRO-3's trace: per micro-batch 6 unit gathers in forward (embedding, 4 layers, head) and 5 in
+# backward (the head stays gathered from forward), 2 micro-batches, 3 steps, 2 ranks; one
+# reduce-scatter wait per step and rank
+[ "$(grep -c '"name": "allgather"' "$TMP/t3.json")" -eq 132 ] && ok || bad "zero 3 trace: $(grep -c '"name": "allgather"' "$TMP/t3.json") allgather events, want 132"
+[ "$(grep -c '"name": "reduce_scatter"' "$TMP/t3.json")" -eq 6 ] && ok || bad "zero 3 trace: reduce_scatter events"
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --seed 99
+cmp -s <(losses "$TMP/out") <(losses "$TMP/l2.3") && bad "another seed, same losses" || ok
+
+# --- checkpoints ----------------------------------------------------------------------------------
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --json
+cp "$TMP/out" "$TMP/full"
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 2 --save "$TMP/ck" --save-every 1
+[ -f "$TMP/ck/rank-00000.ckpt" ] && [ -f "$TMP/ck/rank-00001.ckpt" ] && ok || bad "no checkpoint files"
+ls -a "$TMP/ck" | grep -q tmp && bad "a temporary file was left in the checkpoint directory" || ok
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --json --resume "$TMP/ck"
+[ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/full" | tail -n 2 | tr '\n' ' ')" ] && ok ||
+	bad "resumed losses $(losses "$TMP/out" | tr '\n' ' ') are not steps 3-4 of $(losses "$TMP/full" | tr '\n' ' ')"
+grep -q '"step": 3' "$TMP/out" && ok || bad "the resumed run does not continue at step 3"
+# ZeRO-3 keeps shards: resume there too
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 1 --save "$TMP/ck3"
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --resume "$TMP/ck3"
+[ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/l2.3" | tail -n 2 | tr '\n' ' ')" ] && ok || bad "zero 3 resume is not bit for bit"
+# files of two different saves (as a crash between two ranks' renames would leave)
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 2 --save "$TMP/ck3b"
+cp "$TMP/ck3b/rank-00001.ckpt" "$TMP/ck3/rank-00001.ckpt"
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --resume "$TMP/ck3"
+expect_msg 'checkpoint: the files in .*ck3 come from different saves \(rank 0 at step 1'
+# a checkpoint of another plan, another world size, a corrupt one
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 4 --resume "$TMP/ck"
+grep -q 'saved for a different plan: zero is 2 there, 1 now' "$TMP/err" && ok || bad "plan mismatch: $(head -c 300 "$TMP/err")"
+expect_rc 2 $MPI -np 1 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/ck"
+grep -q 'rank-00000.ckpt was saved by 2 ranks, this job has 1' "$TMP/err" && ok || bad "world mismatch: $(head -c 300 "$TMP/err")"
+printf 'x' | dd of="$TMP/ck/rank-00001.ckpt" bs=1 seek=700 conv=notrunc 2>/dev/null
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/ck"
+grep -q 'rank-00001.ckpt is corrupt (checksum mismatch)' "$TMP/err" && ok || bad "corrupt checkpoint: $(head -c 300 "$TMP/err")"
+no_leaks "a rejected checkpoint"
+head -c 100 "$TMP/ck/rank-00000.ckpt" >"$TMP/trunc" && mv "$TMP/trunc" "$TMP/ck/rank-00000.ckpt"
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/ck"
+grep -q 'rank-00000.ckpt is truncated' "$TMP/err" && ok || bad "truncated checkpoint: $(head -c 300 "$TMP/err")"
+
+# --- trace and database ----------------------------------------------------------------------------
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 2 --trace "$TMP/t.json" --db "$TMP/r.db"
+for pat in '"ph": "X", "name": "F", "cat": "compute", "pid": 1, "tid": 0' '"name": "BW"' '"name": "optimizer"' \
+	   '"name": "reduce_scatter", "cat": "comm", "pid": 0, "tid": 1' '"name": "allgather", "cat": "comm", "pid": 1, "tid": 1' \
+	   '"name": "thread_name", "pid": 1, "tid": 1, "args": \{"name": "comm"\}' '"args": \{"mb": 1, "chunk": 0, "stage": 0, "layers": \[0, 3\]\}'; do
+	grep -Eq "$pat" "$TMP/t.json" && ok || bad "trace lacks $pat"
+done
+[ "$(grep -c '"name": "F"' "$TMP/t.json")" -eq 8 ] && ok || bad "trace: 2 ranks x 2 steps x 2 micro-batches = 8 F events expected"
+no_leaks "trace and db"
+out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
+[ "${out% mean_step_s*}" = "runs 1 finished 1 measurements 2 steps 2" ] && ok || bad "db rows: $out"
+expect_rc 0 $MPI -np 1 "$SP" run $TINY --steps 1 --db "$TMP/r.db"
+out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
+[ "${out% mean_step_s*}" = "runs 2 finished 2 measurements 3 steps 1" ] && ok || bad "db rows after a second run: $out"
+
+echo "not a database" >"$TMP/text.db"
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 1 --db "$TMP/text.db"
+expect_msg 'text.db is not a scaleplan database'
+[ "$(cat "$TMP/text.db")" = "not a database" ] && ok || bad "a foreign file given to --db was changed"
+# human output: one line per step with the memory of every rank
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --steps 2
+grep -Eq '^step +2  loss [0-9.]+  grad norm [0-9.]+  [0-9.]+ s  [0-9]+ tokens/s  peak mem GiB/rank: [0-9.]+ [0-9.]+$' "$TMP/out" && ok ||
+	bad "human output: $(head -c 300 "$TMP/out")"
+
+# --- a killed or stopped rank ends the job ---------------------------------------------------------
+# scenario SIGNAL PATTERN EXTRA-FLAGS...: 2 ranks train for ever; signal rank 1's process
+scenario() {
+	local sig=$1 pat=$2; shift 2
+	mpirun --oversubscribe -np 2 "$SP" run $TINY --steps 100000000 "$@" >"$TMP/k.out" 2>"$TMP/k.err" &
+	local mp=$! t=0
+	while [ "$(grep -c '^step' "$TMP/k.out")" -lt 2 ] && [ $t -lt 300 ]; do sleep 0.1; t=$((t + 1)); done
+	local victim=""
+	t=0
+	while [ -z "$victim" ] && [ $t -lt 50 ]; do
+		victim=$(ps -o pid= --ppid "$mp" | tail -n 1 | tr -d ' ')
+		[ -z "$victim" ] && sleep 0.1
+		t=$((t + 1))
+	done
+	if [ -z "$victim" ]; then
+		bad "$sig: no rank process found under mpirun $mp: $(grep -c '^step' "$TMP/k.out") steps, $(head -c 300 "$TMP/k.err")"
+		kill "$mp"; wait "$mp"; return
+	fi
+	local t0=$(date +%s)
+	kill -"$sig" "$victim"
+	t=0
+	while kill -0 "$mp" 2>/dev/null && [ $t -lt 300 ]; do sleep 0.1; t=$((t + 1)); done
+	if kill -0 "$mp" 2>/dev/null; then
+		bad "$sig: job still running 30 s after the signal"
+		kill -9 "$victim" "$mp" 2>/dev/null
+	else
+		ok
+	fi
+	wait "$mp"
+	local rc=$?
+	kill -CONT "$victim" 2>/dev/null
+	[ $rc -ne 0 ] && ok || bad "$sig: status 0"
+	grep -Eq -- "$pat" "$TMP/k.err" && ok || bad "$sig: no message matching '$pat': $(head -c 300 "$TMP/k.err")"
+	echo "$sig: job ended $(( $(date +%s) - t0 )) s after the signal, status $rc"
+}
+scenario KILL 'exited on signal 9'
+scenario STOP 'did not complete within 3 s' --comm-timeout 3
+summary
