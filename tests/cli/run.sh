@@ -143,6 +143,9 @@ scenario() {
 	mpirun --oversubscribe -np 2 "$SP" run $TINY --steps 100000000 "$@" >"$TMP/k.out" 2>"$TMP/k.err" &
 	local mp=$! t=0
 	while [ "$(grep -c '^step' "$TMP/k.out")" -lt 2 ] && [ $t -lt 300 ]; do sleep 0.1; t=$((t + 1)); done
+	if [ "$(grep -c '^step' "$TMP/k.out")" -lt 2 ]; then   # a signal during start-up is not the point
+		bad "$sig: no 2 steps within 30 s: $(head -c 300 "$TMP/k.err")"; kill "$mp"; wait "$mp"; return
+	fi
 	local victim=""
 	t=0
 	while [ -z "$victim" ] && [ $t -lt 50 ]; do
