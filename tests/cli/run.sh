@@ -135,6 +135,8 @@ expect_msg 'text.db is not a scaleplan database'
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --steps 2
 grep -Eq '^step +2  loss [0-9.]+  grad norm [0-9.]+  [0-9.]+ s  [0-9]+ tokens/s  peak mem GiB/rank: [0-9.]+ [0-9.]+$' "$TMP/out" && ok ||
 	bad "human output: $(head -c 300 "$TMP/out")"
+expect_out '^run: tiny, 180800 parameters, dp 2, zero 0, 2 micro-batches of 2 x 16 tokens per rank'
+expect_out '^run: mean step time over steps 2\.\.2: [0-9.]+ s, [0-9]+ tokens/s$'
 
 # --- a killed or stopped rank ends the job ---------------------------------------------------------
 # scenario SIGNAL PATTERN EXTRA-FLAGS...: 2 ranks train for ever; signal rank 1's process
