@@ -17,6 +17,14 @@
  * Ownership: search_run fills a caller-owned result whose arrays it allocates;
  * search_result_free releases them. Units: seconds, bytes, tokens.
  *
+ * Partitioning (tuner/partition.h): every finalist with pp > 1 also gets a layer-to-stage
+ * split balanced for time (exact DP over per-layer costs read off the estimator: a dense
+ * layer, a MoE layer, the embedding's share of the first stage, the LM head and loss on the
+ * last); where memory binds (full recompute, or the balanced split does not fit) a GLPK MILP
+ * chooses layers per stage and which layers recompute under each stage's cap. The split (and
+ * the recompute count it implies) replaces the default only when the re-estimated plan fits
+ * and is faster, so a partitioned finalist is never slower than its uniform form.
+ *
  * Invariant: enumerated == feasible + Σ rejected[...] (memory, pruned and dominated plans
  * included); the top list is sorted best first by the objective. */
 #ifndef SCALEPLAN_SEARCH_H
@@ -80,6 +88,13 @@ struct search_cand {
 	double analytic_step_s;    /* before refinement */
 	double score;              /* higher is better, by the objective */
 	int fits, refined;
+	/* explicit layer-to-stage split (finalists only; NULL = the plan's balanced default);
+	 * owned by the result (search_result_free) */
+	int *stage_layers;
+	int nstage_layers;
+	int partitioned;           /* 0 default split; 1 time-balanced DP; 2 memory-capped DP with a
+				    * recompute count; 3 MILP */
+	double uniform_step_s;     /* analytical step time with the default split */
 };
 
 struct search_result {
@@ -101,6 +116,13 @@ int search_fix_parse(struct search_req *rq, const char *kv, char *err);
 
 int search_run(const struct search_req *rq, struct search_result *res, char *err);
 void search_result_free(struct search_result *res);
+
+/* The time-balanced contiguous split of a candidate's layers over its pipeline stages (the
+ * DP of tuner/partition.h on per-layer costs read off the estimator): counts[0..*nstages);
+ * *max_stage_s the slowest stage's per-micro-batch time in that cost model. counts holds
+ * PLAN_MAX_STAGES entries. Returns 0, or -1 with err (pp 1, too few layers to probe). */
+int search_split(const struct search_req *rq, const struct search_cand *k, int *counts, int *nstages,
+		 double *max_stage_s, char *err);
 
 /* The full plan of a candidate (resolved and validated). */
 int search_cand_plan(const struct search_req *rq, const struct search_cand *c, struct plan *p, char *err);
