@@ -440,6 +440,56 @@ static int probe_costs(const struct search_req *rq, const struct plan *p, enum r
 	return 0;
 }
 
+/* Per-micro-batch load of every pipeline rank for a split: a rank sums the stages it holds
+ * (interleaved: stage s on rank s mod pp; zb-v and dualpipev: the V, stages s and 2pp-1-s on
+ * rank s; dualpipe: stages s and pp-1-s on rank s, each micro-batch visiting one of the two);
+ * returns the slowest rank's load. pre: prefix sums of the per-layer times. */
+static double rank_loads(const struct plan *p, const double *pre, const double *stage, const int *counts, int n,
+			 double *load)
+{
+	double worst = 0;
+	for (int r = 0; r < p->pp; r++) load[r] = 0;
+	for (int s = 0, l = 0; s < n; l += counts[s], s++) {
+		double t = stage[s] + pre[l + counts[s]] - pre[l];
+		switch (p->schedule) {
+		case SCHED_INTERLEAVED: load[s % p->pp] += t; break;
+		case SCHED_ZBV: case SCHED_DUALPIPEV: load[s < p->pp ? s : 2 * p->pp - 1 - s] += t; break;
+		case SCHED_DUALPIPE: load[s] += t / 2; load[p->pp - 1 - s] += t / 2; break;
+		default: load[s] += t;
+		}
+	}
+	for (int r = 0; r < p->pp; r++) worst = fmax(worst, load[r]);
+	return worst;
+}
+
+/* Ranks holding several stages: from the stage-balanced split, move single layers across
+ * stage boundaries while that lowers the slowest rank (then the sum of squared loads). */
+static double rank_balance(const struct plan *p, const double *pre, const double *stage, int *counts, int n,
+			   double *load)
+{
+	double best = rank_loads(p, pre, stage, counts, n, load), best_sq = 0;
+	for (int r = 0; r < p->pp; r++) best_sq += load[r] * load[r];
+	for (int iter = 0; iter < 64 * n; iter++) {
+		int mb = -1, md = 0;
+		double nb = best, nsq = best_sq;
+		for (int b = 0; b + 1 < n; b++)
+			for (int d = -1; d <= 1; d += 2) { /* d -1: stage b gives its last layer to b+1 */
+				if ((d < 0 && counts[b] < 2) || (d > 0 && counts[b + 1] < 2)) continue;
+				counts[b] += d; counts[b + 1] -= d;
+				double w = rank_loads(p, pre, stage, counts, n, load), sq = 0;
+				for (int r = 0; r < p->pp; r++) sq += load[r] * load[r];
+				counts[b] -= d; counts[b + 1] += d;
+				if (w < nb * (1 - 1e-12) || (w <= nb * (1 + 1e-12) && sq < nsq * (1 - 1e-12))) {
+					nb = w; nsq = sq; mb = b; md = d;
+				}
+			}
+		if (mb < 0) break;
+		counts[mb] += md; counts[mb + 1] -= md;
+		best = nb; best_sq = nsq;
+	}
+	return rank_loads(p, pre, stage, counts, n, load);
+}
+
 int search_split(const struct search_req *rq, const struct search_cand *k, int *counts, int *nstages,
 		 double *max_stage_s, char *err)
 {
@@ -456,10 +506,14 @@ int search_split(const struct search_req *rq, const struct search_cand *k, int *
 	struct probe_costs pc, full;
 	if (probe_costs(rq, &p, partial ? RC_NONE : p.recompute, &pc) || (partial && probe_costs(rq, &p, RC_FULL, &full)))
 		return errf(err, "split: the estimator did not price the probe splits");
-	double *time = malloc(sizeof(double) * (size_t)(L + n));
+	double *time = malloc(sizeof(double) * (size_t)(2 * L + 1 + n + p.pp));
 	if (!time) return errf(err, "split: out of memory");
-	double *stage = time + L;
-	for (int l = 0; l < L; l++) time[l] = pc.t[model_layer_is_moe(m, l)];
+	double *pre = time + L, *stage = pre + L + 1, *load = stage + n;
+	pre[0] = 0;
+	for (int l = 0; l < L; l++) {
+		time[l] = pc.t[model_layer_is_moe(m, l)];
+		pre[l + 1] = pre[l] + time[l];
+	}
 	for (int s = 0; s < n; s++) stage[s] = 0;
 	if (partial) { /* the first recompute_layers of every stage run their forward twice */
 		int ty = model_is_moe(m);
@@ -472,6 +526,8 @@ int search_split(const struct search_req *rq, const struct search_cand *k, int *
 	int rc = partition_dp(&pb, &r, err);
 	*nstages = n;
 	*max_stage_s = r.max_stage_s;
+	if (!rc && n > p.pp) *max_stage_s = rank_balance(&p, pre, stage, counts, n, load);
+	else if (!rc && p.schedule == SCHED_DUALPIPE) *max_stage_s = rank_balance(&p, pre, stage, counts, n, load);
 	free(time);
 	return rc;
 }

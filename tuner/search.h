@@ -118,9 +118,11 @@ int search_run(const struct search_req *rq, struct search_result *res, char *err
 void search_result_free(struct search_result *res);
 
 /* The time-balanced contiguous split of a candidate's layers over its pipeline stages (the
- * DP of tuner/partition.h on per-layer costs read off the estimator): counts[0..*nstages);
- * *max_stage_s the slowest stage's per-micro-batch time in that cost model. counts holds
- * PLAN_MAX_STAGES entries. Returns 0, or -1 with err (pp 1, too few layers to probe). */
+ * DP of tuner/partition.h on per-layer costs read off the estimator; where a rank holds several
+ * stages — interleaved, zb-v, dualpipe, dualpipev — then single-layer moves across stage
+ * boundaries while they lower the slowest rank): counts[0..*nstages); *max_stage_s the slowest
+ * pipeline rank's per-micro-batch F+B+W in that cost model. counts holds PLAN_MAX_STAGES
+ * entries. Returns 0, or -1 with err (pp 1, too few layers to probe). */
 int search_split(const struct search_req *rq, const struct search_cand *k, int *counts, int *nstages,
 		 double *max_stage_s, char *err);
 
