@@ -173,7 +173,7 @@ static int run_search_max_pp(const struct model *m, const struct hw *h, int gpus
 	char err[ERR_LEN];
 	struct search_req rq;
 	memset(&rq, 0, sizeof(rq));
-	rq.m = m; rq.h = h; rq.gpus = gpus; rq.seq = seq; rq.gbs = gbs; rq.top = 5; rq.max_pp = max_pp;
+	rq.m = m; rq.h = h; rq.gpus = gpus; rq.seq = seq; rq.gbs = gbs; rq.top = 5; rq.max_pp = max_pp; rq.refine = 1;
 	plan_defaults(&rq.base);
 	search_fix_init(&rq.fix);
 	for (; fixes && *fixes; fixes++)
@@ -297,6 +297,9 @@ static void never_slower(const struct search_req *rq, const struct search_result
 		}
 		CHECK_REL(e.step_time_s, k->analytic_step_s, 1e-12, "finalist's analytical step re-priced independently");
 		CHECK(e.fits, "%s #%d fits", name, i + 1);
+		if (k->refined && k->partitioned)
+			CHECK(k->step_s <= k->uniform_refined_step_s * (1 + 1e-12), "%s #%d: event engine %.4f s <= default %.4f s",
+			      name, i + 1, k->step_s, k->uniform_refined_step_s);
 	}
 }
 

@@ -661,29 +661,51 @@ static int cmp_score(const void *a, const void *b)
 	return x->pp - y->pp;
 }
 
-static void refine_top(const struct search_req *rq, struct search_result *res)
+/* Re-times k with the event engine; 0, or -1 when the engine did not run (k unchanged). */
+static int refine_one(const struct search_req *rq, struct search_cand *k)
 {
 	char err[ERR_LEN];
 	struct plan p;
 	struct estimate e;
+	struct event_sim ev;
+	if (build_plan(rq, k, &p, err) || estimate_plan(rq->m, rq->h, &p, &e, err) ||
+	    event_run(rq->m, rq->h, &p, &e, NULL, &ev, err))
+		return -1;
+	int rc = -1;
+	if (ev.step_s > 0) {
+		k->step_s = ev.step_s;
+		k->tokens_per_s = ev.tokens_per_s;
+		k->tokens_per_s_per_gpu = ev.tokens_per_s_per_gpu;
+		k->mfu = ev.mfu;
+		k->bubble_fraction = ev.bubble_fraction;
+		k->exposed_comm_s = 0;
+		for (int d = 0; d < EV_DIM_COUNT; d++) k->exposed_comm_s += ev.exposed_s[d];
+		k->refined = 1;
+		rc = 0;
+	}
+	event_sim_free(&ev);
+	k->score = score_of(rq, k);
+	return rc;
+}
+
+/* A partitioned finalist is also re-timed in its default form (res->all[src]); the engine's
+ * faster of the two is kept, so partitioning never makes a finalist slower in either model. */
+static void refine_top(const struct search_req *rq, struct search_result *res)
+{
 	for (int i = 0; i < res->ntop; i++) {
 		struct search_cand *k = &res->top[i];
-		struct event_sim ev;
-		if (build_plan(rq, k, &p, err) || estimate_plan(rq->m, rq->h, &p, &e, err) ||
-		    event_run(rq->m, rq->h, &p, &e, NULL, &ev, err))
-			continue;
-		if (ev.step_s > 0) {
-			k->step_s = ev.step_s;
-			k->tokens_per_s = ev.tokens_per_s;
-			k->tokens_per_s_per_gpu = ev.tokens_per_s_per_gpu;
-			k->mfu = ev.mfu;
-			k->bubble_fraction = ev.bubble_fraction;
-			k->exposed_comm_s = 0;
-			for (int d = 0; d < EV_DIM_COUNT; d++) k->exposed_comm_s += ev.exposed_s[d];
-			k->refined = 1;
+		if (refine_one(rq, k)) continue;
+		if (!k->partitioned || k->src < 0 || k->src >= res->nall) continue;
+		struct search_cand u = res->all[k->src];
+		if (refine_one(rq, &u)) continue;
+		k->uniform_refined_step_s = u.step_s;
+		if (u.step_s < k->step_s) {
+			free(k->stage_layers);
+			u.uniform_step_s = u.analytic_step_s;
+			u.uniform_refined_step_s = u.step_s;
+			u.src = k->src;
+			*k = u;
 		}
-		event_sim_free(&ev);
-		k->score = score_of(rq, k);
 	}
 	qsort(res->top, (size_t)res->ntop, sizeof(*res->top), cmp_score);
 	res->refined = 1;
@@ -732,6 +754,7 @@ int search_run(const struct search_req *rq, struct search_result *res, char *err
 		/* GLPK time: at most MILP_TOTAL_S over all finalists */
 		double milp_t0 = now_s();
 		for (int i = 0; i < k; i++) {
+			res->top[i].src = i;
 			double left = MILP_TOTAL_S - (now_s() - milp_t0);
 			partition_finalist(rq, &res->top[i], left < MILP_EACH_S ? left : MILP_EACH_S);
 		}

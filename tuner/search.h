@@ -23,7 +23,8 @@
  * last); where memory binds (full recompute, or the balanced split does not fit) a GLPK MILP
  * chooses layers per stage and which layers recompute under each stage's cap. The split (and
  * the recompute count it implies) replaces the default only when the re-estimated plan fits
- * and is faster, so a partitioned finalist is never slower than its uniform form.
+ * and is faster, so a partitioned finalist is never slower than its uniform form; when the top
+ * K are re-timed, the default form is re-timed too and the faster of the two is kept.
  *
  * Invariant: enumerated == feasible + Σ rejected[...] (memory, pruned and dominated plans
  * included); the top list is sorted best first by the objective. */
@@ -95,6 +96,9 @@ struct search_cand {
 	int partitioned;           /* 0 default split; 1 time-balanced DP; 2 memory-capped DP with a
 				    * recompute count; 3 MILP */
 	double uniform_step_s;     /* analytical step time with the default split */
+	double uniform_refined_step_s; /* event-engine step with the default split (partitioned
+				    * and refined finalists; else 0) */
+	int src;                   /* finalists: index of the default form in all[]; else 0 */
 };
 
 struct search_result {

@@ -311,6 +311,8 @@ static cJSON *cand_json(const struct search_req *rq, const struct search_cand *k
 	cJSON_AddStringToObject(o, "split", k->partitioned == 3 ? "milp" : k->partitioned == 2 ? "capped" :
 				k->partitioned == 1 ? "balanced" : "default");
 	if (k->partitioned) cJSON_AddNumberToObject(o, "default_split_step_time_s", k->uniform_step_s);
+	if (k->partitioned && k->uniform_refined_step_s > 0)
+		cJSON_AddNumberToObject(o, "default_split_refined_step_time_s", k->uniform_refined_step_s);
 	return o;
 }
 
