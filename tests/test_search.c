@@ -61,7 +61,11 @@ static void brute_force(const struct model *m, const struct hw *h, int gpus, int
 			const char *sched = si < 7 ? scheds[si] : "interleaved";
 			int vpp = si < 7 ? 1 : si - 5; /* 2..8 */
 			if (pp == 1 && si > 0) continue; /* one entry stands for "none" */
-			if (si >= 7 && (m->layers % (pp * vpp) || pp * vpp > m->layers)) continue;
+			if (si >= 7) { /* every v that divides evenly; every v where none does */
+				int even = 0;
+				for (int w = 2; w <= 8; w++) even |= pp * w <= m->layers && m->layers % (pp * w) == 0;
+				if (pp * vpp > m->layers || (even && m->layers % (pp * vpp))) continue;
+			}
 			for (int o = 0; o < 3; o++)
 			for (int zero = 0; zero <= 3; zero++) for (int sp = 0; sp <= 1; sp++)
 			for (int rc = 0; rc < 4; rc++) for (int mbs = 1; mbs <= 8; mbs *= 2) {

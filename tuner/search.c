@@ -251,8 +251,13 @@ static int schedules(const struct model *m, int pp, int *sched, int *vpp)
 	if (pp == 1) { sched[0] = SCHED_NONE; vpp[0] = 1; return 1; }
 	const int plain[] = {SCHED_AFAB, SCHED_1F1B, SCHED_ZBH1, SCHED_ZBH2, SCHED_ZBV, SCHED_DUALPIPE, SCHED_DUALPIPEV};
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) { sched[n] = plain[i]; vpp[n++] = 1; }
+	/* interleaved with every v <= 8 that splits the layers evenly; where none does (61 layers,
+	 * or 126 over pp 4) with every v, on an uneven split (balanced later for the finalists) */
+	int even = 0;
 	for (int v = 2; v <= 8; v++)
-		if ((long)pp * v <= m->layers && m->layers % (pp * v) == 0) { sched[n] = SCHED_INTERLEAVED; vpp[n++] = v; }
+		if ((long)pp * v <= m->layers && m->layers % (pp * v) == 0) { sched[n] = SCHED_INTERLEAVED; vpp[n++] = v; even++; }
+	for (int v = 2; v <= 8 && !even; v++)
+		if ((long)pp * v <= m->layers) { sched[n] = SCHED_INTERLEAVED; vpp[n++] = v; }
 	return n;
 }
 

@@ -1,7 +1,8 @@
 /* search — the tuner: enumerates every plan for (model, cluster, batch) — each factorization of
  * the GPUs into dp·tp·pp·cp, EP inside dp·cp for MoE models, ZeRO 0–3, SP on/off, recompute
  * none / selective / full / full on half of each stage's layers, micro-batch 1, 2, 4, 8, every
- * pipeline schedule (interleaved with every v that splits the layers evenly, v <= 8), and rank
+ * pipeline schedule (interleaved with every v <= 8 that splits the layers evenly, or with every
+ * v <= 8 on an uneven split where none does, e.g. 61 layers), and rank
  * orders tp-cp-dp-pp, tp-cp-pp-dp (pp > 1) and tp-dp-cp-pp (cp > 1), all keeping TP innermost
  * — prices each with the analytical estimator, and ranks them. The top K are re-timed with
  * the event engine. Every candidate not priced is counted under a reason.

@@ -94,6 +94,14 @@ if grep -q -- '--decoder-first-pipeline-num-layers' "$TMP/out"; then
 else
 	grep -Eq -- '^--pipeline-model-parallel-layout "Et+\|t+\|t+\|t+L" \\$' "$TMP/out" && ok || bad "layout flag"
 fi
+# 61 layers: no v splits them evenly over pp 4, so interleaving is offered on an uneven split
+expect_rc 0 "$SP" tune --model deepseek-v3 --gpu h100-sxm --gpus 256 --seq 4096 --gbs 512 --top 2 --fix pp=4 --fix schedule=interleaved --no-db --json
+python3 - "$TMP/out" <<'PY' && ok || bad "deepseek interleaved uneven split"
+import json, sys
+for p in json.load(open(sys.argv[1]))["plans"]:
+    s = p["stage_layers"]
+    assert p["schedule"] == "interleaved" and len(s) == 4 * p["vpp"] and sum(s) == 61 and min(s) >= 1, s
+PY
 # a heavy LM head (256k vocabulary, 16 layers): fewer layers on the last stage
 cat > "$TMP/heavy.json" <<'J'
 {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
