@@ -63,7 +63,9 @@ int search_fix_parse(struct search_req *rq, const char *kv, char *err)
 			if (!strcmp(probe.order, order_names[o])) { f->order = o; return 0; }
 		return errf(err, "--fix order: the search knows %s, %s and %s", order_names[0], order_names[1], order_names[2]);
 	}
-	if (!strcmp(key, "gpus") || !strcmp(key, "gbs") || !strcmp(key, "seq") || !strcmp(key, "stage_layers") ||
+	if (!strcmp(key, "stage_layers"))
+		return errf(err, "--fix stage_layers: the tuner balances each finalist's split itself; pin pp and schedule instead");
+	if (!strcmp(key, "gpus") || !strcmp(key, "gbs") || !strcmp(key, "seq") ||
 	    !strcmp(key, "model") || !strcmp(key, "gpu"))
 		return errf(err, "--fix %s: give it as its own option, not a fix", key);
 	rq->base = probe; /* precision, overlaps, fp32_grads, gpus_per_node, ... */

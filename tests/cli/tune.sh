@@ -102,6 +102,8 @@ for p in json.load(open(sys.argv[1]))["plans"]:
     s = p["stage_layers"]
     assert p["schedule"] == "interleaved" and len(s) == 4 * p["vpp"] and sum(s) == 61 and min(s) >= 1, s
 PY
+expect_rc 2 "$SP" tune --model deepseek-v3 --gpu h100-sxm --gpus 256 --seq 4096 --gbs 512 --fix stage_layers=15,15,16,15
+expect_err_line 'fix stage_layers: the tuner balances'
 # a heavy LM head (256k vocabulary, 16 layers): fewer layers on the last stage
 cat > "$TMP/heavy.json" <<'J'
 {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
