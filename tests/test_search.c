@@ -359,6 +359,31 @@ static void test_partitioning(const char *dir)
 	}
 	remove(heavy);
 
+	/* nothing fits with the default split (4096 wide, 256k vocabulary, seq 16384 on 4 GPUs,
+	 * pp 4): the closest plan fits once layers move off the first stage */
+	snprintf(heavy, sizeof(heavy), "%s/heavy_wide.json", dir);
+	write_file(heavy, "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 16,"
+		   " \"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336,"
+		   " \"vocab_size\": 256000, \"max_position_embeddings\": 32768}");
+	struct model wide;
+	const char *fx4[] = {"pp=4", "schedule=1f1b", NULL};
+	if (model_load(heavy, &wide, err)) { CHECK(0, "%s", err); return; }
+	if (!run_search_max_pp(&wide, &h, 4, 16384, 16, 0, fx4, &r, &rq)) {
+		check_invariants(&r, "rescued");
+		CHECK(r.rescued && r.ntop == 1 && r.feasible == 1, "rescued: one finalist (%d, %d)", r.rescued, r.ntop);
+		if (r.ntop == 1) {
+			struct plan q, d;
+			struct estimate e;
+			const struct search_cand *k = &r.top[0];
+			CHECK(!cand_to_plan(&rq, k, k->stage_layers, k->nstage_layers, &q) && !estimate_plan(&wide, &h, &q, &e, err) &&
+			      e.fits, "rescued plan fits with its split");
+			CHECK(!cand_to_plan(&rq, k, NULL, 0, &d) && !estimate_plan(&wide, &h, &d, &e, err) && !e.fits,
+			      "the same plan with the default split does not fit");
+		}
+		search_result_free(&r);
+	}
+	remove(heavy);
+
 	/* DeepSeek-V3 on 256 GPUs, pp 4: memory binds (full recompute) */
 	struct model ds;
 	if (model_load("deepseek-v3", &ds, err)) { CHECK(0, "%s", err); return; }

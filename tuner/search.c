@@ -540,7 +540,7 @@ int search_split(const struct search_req *rq, const struct search_cand *k, int *
 }
 
 /* Prices the candidate with the given split and recompute; adopts it into *best when it fits
- * and is faster than *best. */
+ * and *best does not, or when it fits and is faster. */
 static void try_split(const struct search_req *rq, struct search_cand *best, const int *counts, int n,
 		      int rc_mode, int rc_layers, int how)
 {
@@ -555,8 +555,9 @@ static void try_split(const struct search_req *rq, struct search_cand *best, con
 	c.nstage_layers = n;
 	c.recompute = rc_mode;
 	c.recompute_layers = rc_mode == RC_FULL ? rc_layers : -1;
+	/* a plan that does not fit takes any split that fits; one that fits only a faster one */
 	if (build_plan(rq, &c, &p, err) || estimate_plan(rq->m, rq->h, &p, &e, err) || !e.fits ||
-	    e.step_time_s >= best->analytic_step_s * (1 - 1e-12)) {
+	    (best->fits && e.step_time_s >= best->analytic_step_s * (1 - 1e-12))) {
 		free(split);
 		return;
 	}
@@ -748,6 +749,25 @@ int search_run(const struct search_req *rq, struct search_result *res, char *err
 			return errf(err, "search: out of memory");
 		}
 	if (rq->progress) rq->progress(rq->progress_ctx, 1.0);
+	/* nothing fits with the default splits: the closest plan may fit with a split that moves
+	 * layers off its fullest stage (and recomputes what the caps need) */
+	if (!res->nall && res->have_closest && res->closest.pp > 1) {
+		struct search_cand cl = res->closest;
+		cl.stage_layers = NULL;
+		cl.nstage_layers = 0;
+		partition_finalist(rq, &cl, MILP_EACH_S);
+		if (cl.fits && cl.partitioned) {
+			cl.src = -1;
+			if (add_feasible(&c, &cl)) {
+				free(cl.stage_layers);
+				search_result_free(res);
+				return errf(err, "search: out of memory");
+			}
+			res->rejected[REJ_MEMORY]--;
+			res->feasible++;
+			res->rescued = 1;
+		}
+	}
 	int k = rq->top > 0 ? rq->top : 10;
 	if (k > res->nall) k = res->nall;
 	if (res->nall) {
@@ -758,10 +778,11 @@ int search_run(const struct search_req *rq, struct search_result *res, char *err
 		if (!res->top) { search_result_free(res); return errf(err, "search: out of memory"); }
 		memcpy(res->top, res->all, sizeof(*res->top) * (size_t)k);
 		res->ntop = k;
+		for (int i = 0; i < res->nall; i++) { res->all[i].stage_layers = NULL; res->all[i].nstage_layers = 0; }
 		/* GLPK time: at most MILP_TOTAL_S over all finalists */
 		double milp_t0 = now_s();
 		for (int i = 0; i < k; i++) {
-			res->top[i].src = i;
+			if (!res->rescued) res->top[i].src = i;
 			double left = MILP_TOTAL_S - (now_s() - milp_t0);
 			partition_finalist(rq, &res->top[i], left < MILP_EACH_S ? left : MILP_EACH_S);
 		}
@@ -777,6 +798,8 @@ void search_result_free(struct search_result *res)
 {
 	if (!res) return;
 	for (int i = 0; res->top && i < res->ntop; i++) free(res->top[i].stage_layers);
+	if (!res->top && res->rescued) /* the split is owned by all[0] until top takes it */
+		for (int i = 0; res->all && i < res->nall; i++) free(res->all[i].stage_layers);
 	free(res->top);
 	free(res->all);
 	res->top = res->all = NULL;

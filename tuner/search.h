@@ -113,6 +113,8 @@ struct search_result {
 	struct search_cand closest;/* when nothing fits: the plan with the least memory excess */
 	int have_closest;
 	int refined;               /* the top list was re-timed with the event engine */
+	int rescued;               /* nothing fit with default splits; the closest plan fits with a
+				    * partitioned split and is the one finalist */
 };
 
 void search_fix_init(struct search_fix *f);

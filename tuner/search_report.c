@@ -258,7 +258,10 @@ void search_print(const struct search_req *rq, const struct search_result *res, 
 		   " layers per pipeline stage, AxN = N stages of A layers)\n");
 	for (int i = 0; i < res->ntop; i++) {
 		const struct search_cand *k = &res->top[i];
-		if (k->partitioned)
+		if (k->partitioned && res->rescued && k->src < 0)
+			fprintf(f, "#%d: fits only with a %s split (%s): no plan fits with the default splits\n", i + 1,
+				k->partitioned == 1 ? "time-balanced" : "memory-capped", k->partitioned == 1 ? "layers" : "layers and recompute");
+		else if (k->partitioned)
 			fprintf(f, "#%d: %s split, analytical step %.3f s vs %.3f s with the default split (%.1f%% faster)\n",
 				i + 1, k->partitioned == 3 ? "memory-capped layer and recompute (MILP)" :
 				k->partitioned == 2 ? "memory-capped layer and recompute" : "time-balanced layer",
@@ -310,7 +313,8 @@ static cJSON *cand_json(const struct search_req *rq, const struct search_cand *k
 		cJSON_AddItemToObject(o, "stage_layers", cJSON_CreateIntArray(p.stage_layers, p.nstage_layers));
 	cJSON_AddStringToObject(o, "split", k->partitioned == 3 ? "milp" : k->partitioned == 2 ? "capped" :
 				k->partitioned == 1 ? "balanced" : "default");
-	if (k->partitioned) cJSON_AddNumberToObject(o, "default_split_step_time_s", k->uniform_step_s);
+	if (k->partitioned && k->src >= 0) cJSON_AddNumberToObject(o, "default_split_step_time_s", k->uniform_step_s);
+	if (k->partitioned && k->src < 0) cJSON_AddBoolToObject(o, "default_split_fits", 0);
 	if (k->partitioned && k->uniform_refined_step_s > 0)
 		cJSON_AddNumberToObject(o, "default_split_refined_step_time_s", k->uniform_refined_step_s);
 	return o;
