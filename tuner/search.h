@@ -21,11 +21,17 @@
  * Partitioning (tuner/partition.h): every finalist with pp > 1 also gets a layer-to-stage
  * split balanced for time (exact DP over per-layer costs read off the estimator: a dense
  * layer, a MoE layer, the embedding's share of the first stage, the LM head and loss on the
- * last); where memory binds (full recompute, or the balanced split does not fit) a GLPK MILP
- * chooses layers per stage and which layers recompute under each stage's cap. The split (and
- * the recompute count it implies) replaces the default only when the re-estimated plan fits
- * and is faster, so a partitioned finalist is never slower than its uniform form; when the top
- * K are re-timed, the default form is re-timed too and the faster of the two is kept.
+ * last; then, where a rank holds several stages, single-layer moves that lower the slowest
+ * rank). Where memory binds (full recompute, or the balanced split does not fit) and each rank
+ * holds one stage, the layers per stage and the recompute count per stage are chosen under
+ * each stage's cap by an exact capped DP for every count, and on small problems (layers x
+ * stages <= 96) by the GLPK MILP choosing layer by layer, its largest per-stage count becoming
+ * the plan's. A split (and the recompute it implies) replaces the default only when the
+ * re-estimated plan fits and is faster, so a partitioned finalist is never slower than its
+ * default form; when the top K are re-timed, the default form is re-timed too and the faster
+ * of the two is kept. When nothing fits, the closest plan is partitioned the same way and, if
+ * a split makes it fit, becomes the one finalist (moved from the memory rejections to
+ * feasible).
  *
  * Invariant: enumerated == feasible + Σ rejected[...] (memory, pruned and dominated plans
  * included); the top list is sorted best first by the objective. */
