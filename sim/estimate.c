@@ -594,7 +594,15 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 	/* MFU against the dense bf16 peak, as Megatron and the Playbook report it [KOR §6.3] */
 	e->mfu = e->model_flops_per_step / (step * p->gpus * h->peak_bf16_flops);
 	e->hfu = e->hw_flops_per_step / (step * p->gpus * h->peak_bf16_flops);
-	e->capacity_bytes = h->hbm_bytes;
+	/* device memory the caching allocator cannot use, so max_memory_reserved never shows it:
+	 * the CUDA context, and NCCL's channel buffers, allocated per communicator on its first
+	 * collective, linear in the channel count and flat beyond two nodes [NVIDIA/nccl#986]
+	 * (1.6 GB for one all-reduce communicator, about 6 GB with three [NVIDIA/nccl#864];
+	 * 3.3 GB for one all-to-all communicator on 8×H100 [NVIDIA/nccl#1685]). A rank uses the
+	 * world communicator (loss, logging) and one per parallel group larger than one. */
+	e->nccl_comms = 1 + (p->tp > 1) + (p->pp > 1) + (p->cp > 1) + (p->dp > 1) + (p->ep > 1) + (p->ep > 1 && c.edp > 1);
+	e->nonpool_bytes = h->context_bytes + e->nccl_comms * h->nccl_comm_bytes;
+	e->capacity_bytes = h->hbm_bytes - e->nonpool_bytes;
 	e->fits = e->peak_mem_bytes <= e->capacity_bytes;
 	e->bubble_fraction = ideal_min > 0 ? fmax(0, span - pp_exposed - ideal_min) / ideal_min : 0;
 	double worst = -1;

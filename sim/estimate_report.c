@@ -36,8 +36,10 @@ void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 	ROW("peak", peak_bytes);
 	fprintf(f, "  %-21s", "micro-batches held");
 	for (int i = 0; i < e->nkinds; i++) fprintf(f, " %16.2f", e->kind[i].act_inflight);
-	fprintf(f, "\n  capacity %.2f GiB: %s (peak %.2f GiB, %+.2f GiB headroom)\n\n", e->capacity_bytes / GIB,
+	fprintf(f, "\n  capacity %.2f GiB: %s (peak %.2f GiB, %+.2f GiB headroom)\n", e->capacity_bytes / GIB,
 		e->fits ? "fits" : "DOES NOT FIT", e->peak_mem_bytes / GIB, (e->capacity_bytes - e->peak_mem_bytes) / GIB);
+	fprintf(f, "  (HBM less %.2f GiB outside the allocator: CUDA context and %d NCCL communicators)\n\n",
+		e->nonpool_bytes / GIB, e->nccl_comms);
 	fprintf(f, "time per step (s)      ");
 	for (int i = 0; i < e->nkinds; i++) fprintf(f, " %16s", e->kind[i].label);
 	fprintf(f, "\n");

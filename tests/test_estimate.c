@@ -177,7 +177,12 @@ static void test_fits_and_oom(const struct model *m8, const struct model *m405, 
 		double peak = 0;
 		for (int k = 0; k < e.nkinds; k++) peak = fmax(peak, e.kind[k].peak_bytes);
 		CHECK(e.peak_mem_bytes == peak, "%s: peak is the worst kind's", ms[i]->name);
-		CHECK(e.capacity_bytes == h->hbm_bytes, "%s: capacity is the GPU's HBM", ms[i]->name);
+		/* tp 8 alone: the world and the TP communicator, each with its NCCL buffers, and the
+		 * CUDA context sit outside the allocator's pool (h100-sxm: 79.6 GiB HBM, 0.5 GiB
+		 * context, 2 GiB per communicator [NVIDIA/nccl#864]) */
+		CHECK(e.nccl_comms == 2, "%s: world + TP communicators, got %d", ms[i]->name, e.nccl_comms);
+		CHECK_REL(e.capacity_bytes, (79.6 - 0.5 - 2 * 2.0) * 1073741824.0, 1e-12,
+			  "capacity is HBM less context and two communicators' buffers");
 		CHECK(e.fits == (e.peak_mem_bytes <= e.capacity_bytes), "%s: fits %d, peak %.4g, capacity %.4g",
 		      ms[i]->name, e.fits, e.peak_mem_bytes, e.capacity_bytes);
 	}
