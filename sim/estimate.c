@@ -150,10 +150,15 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	/* --- CP ring attention: c−1 K/V chunks pass each rank in forward, K,V + dK,dV in
 	 * backward, overlapped with the blockwise attention [PICO cp; model.md §3.2] */
 	if (p->cp > 1) {
-		double kv = E * 2 * T * kvd_t;
-		double tf = (p->cp - 1) * coll_time(h, COLL_SENDRECV, kv, 2, c->cp_nodes);
-		lc->cp_f = fmax(0, tf - a_f * (p->cp - 1) / p->cp);
-		lc->cp_b = fmax(0, 2 * tf - a_b * (p->cp - 1) / p->cp);
+		/* every ring step waits on its P2P exchange before the next block's attention may
+		 * start [Ring Attention (Liu et al. 2023) §3, Alg. 1; PyTorch _templated_ring_attention
+		 * waits per rotation]: the fixed cost of each of the c−1 steps (launch, handshake) is
+		 * exposed in forward and again in backward; only the transfer hides behind the block */
+		double kv = E * 2 * T * kvd_t, steps = p->cp - 1;
+		double lat = c->cp_nodes > 1 ? h->inter_lat_s : h->intra_lat_s;
+		double xfer = coll_time(h, COLL_SENDRECV, kv, 2, c->cp_nodes) - lat;
+		lc->cp_f = steps * lat + fmax(0, steps * xfer - a_f * steps / p->cp);
+		lc->cp_b = steps * lat + fmax(0, 2 * steps * xfer - a_b * steps / p->cp);
 	}
 	/* --- EP: all-to-all dispatch and combine, twice each way [model.md §3.2] */
 	if (moe && p->ep > 1) {

@@ -287,6 +287,24 @@ static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
 	CHECK_REL(e.kind[0].t_p2p * X / 2, 3.146e6, 5e-4, "TV-M5 PP boundary bsh/t with SP");
 }
 
+/* Ring attention: each of the cp−1 ring steps waits on its P2P exchange, so its fixed cost is
+ * exposed once in forward and once in backward even when the transfer hides behind the
+ * block's attention. llama-3-8b, cp 4 on one node, seq 8192: K/V of one step is
+ * 2·2 B·2048 tokens·1024 = 8.4 MB, ~25 µs at 333 GB/s, far below the block's attention
+ * (2·32·2048·4096·256 FLOP at 0.35 of 989 TFLOP/s ≈ 0.4 ms), so the exposed CP time is
+ * m · 32 layers · 2 · 3 steps · 300 µs (h100-sxm intra-node fixed cost). */
+static void test_cp_ring_steps(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e;
+	if (run(m8, h, KV("gpus", "8", "cp", "4", "dp", "2", "seq", "8192", "mbs", "1", "gbs", "8"), &p, &e)) return;
+	double m = 8 / 2;
+	CHECK_REL(e.kind[0].cp_comm_s, m * 32 * 2 * 3 * 300e-6, 1e-9, "cp 4: 2·(cp−1) exposed ring-step latencies per layer");
+	struct estimate e1;
+	if (run(m8, h, KV("gpus", "8", "cp", "1", "dp", "8", "seq", "8192", "mbs", "1", "gbs", "8"), &p, &e1)) return;
+	CHECK(e1.kind[0].cp_comm_s == 0, "cp 1 has no ring steps");
+}
+
 int main(void)
 {
 	struct model m8, m405;
@@ -305,6 +323,7 @@ int main(void)
 	test_inflight_1f1b(&m8, &h);
 	test_inflight_interleaved(&gpt3, &h);
 	test_fits_and_oom(&m8, &m405, &h);
+	test_cp_ring_steps(&m8, &h);
 	test_mfu_definition(&m8, &h);
 	test_bubble_fraction(&h);
 	test_comm_volumes(&gpt3, &h);
