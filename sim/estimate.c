@@ -266,8 +266,12 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		int first = 0;
 		for (int s = 0; s < st[i]; s++) first += p->stage_layers[s];
 		int n = p->stage_layers[st[i]];
+		/* MoE blocks are the layers from moe_dense_layers on */
 		int n_moe = 0;
-		for (int l = first; l < first + n; l++) n_moe += model_layer_is_moe(m, l);
+		if (model_is_moe(m)) {
+			int lo = first > m->moe_dense_layers ? first : m->moe_dense_layers;
+			n_moe = first + n > lo ? first + n - lo : 0;
+		}
 		int n_dense = n - n_moe;
 		int rc = p->recompute_layers < 0 || p->recompute_layers > n ? n : p->recompute_layers;
 		int rc_d = rc < n_dense ? rc : n_dense, rc_m = rc - rc_d;
@@ -389,8 +393,37 @@ static double pipeline_span(const struct plan *p, int mb, const struct rank_work
 	return span + *pp_exposed;
 }
 
+/* nodes spanned by the group of rank 0. A group along one dimension is a progression of
+ * stride s: with s >= gpus_per_node every member sits on its own node, and with s dividing
+ * gpus_per_node the group fills gpus_per_node/s slots per node (closed form, no sort); other
+ * cases ask the layout. */
+static int dim_nodes(const struct layout *l, int d)
+{
+	int n = l->size[d], s = l->stride[d], g = l->gpus_per_node;
+	if (n <= 1) return 1;
+	if (s >= g) return n;
+	if (g % s == 0) {
+		int per = g / s;
+		return (n + per - 1) / per;
+	}
+	return -1;
+}
+
 static int group_nodes(const struct layout *l, enum group_kind g)
 {
+	int d = g == GROUP_TP ? DIM_TP : g == GROUP_CP ? DIM_CP : g == GROUP_DP ? DIM_DP : g == GROUP_PP ? DIM_PP : -1;
+	/* the layout counts a composite group (DP×CP, EP, expert-DP) of more than 256 ranks as
+	 * one node per member; keep its answer there */
+	if (g == GROUP_DPCP && l->size[DIM_DP] * l->size[DIM_CP] <= 256) {
+		if (l->size[DIM_CP] == 1) d = DIM_DP;
+		if (l->size[DIM_DP] == 1) d = DIM_CP;
+	}
+	if (g == GROUP_EP && l->ep == 1) return 1;
+	if (g == GROUP_DPCP && l->size[DIM_DP] * l->size[DIM_CP] > 256) return l->size[DIM_DP] * l->size[DIM_CP];
+	if (d >= 0) {
+		int k = dim_nodes(l, d);
+		if (k > 0) return k;
+	}
 	return layout_group_nodes(l, g, 0);
 }
 
@@ -408,8 +441,8 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	c->cp_nodes = group_nodes(&l, GROUP_CP);
 	c->dpcp_nodes = group_nodes(&l, GROUP_DPCP);
 	c->ep_nodes = group_nodes(&l, GROUP_EP);
-	c->edp_nodes = group_nodes(&l, GROUP_EDP);
-	c->pp_cross = p->pp > 1 && layout_group_nodes(&l, GROUP_PP, 0) > 1;
+	c->edp_nodes = p->ep == 1 ? c->dpcp_nodes : group_nodes(&l, GROUP_EDP);
+	c->pp_cross = p->pp > 1 && group_nodes(&l, GROUP_PP) > 1;
 	c->dpcp = p->dp * p->cp;
 	c->edp = c->dpcp / p->ep;
 	return 0;
