@@ -111,6 +111,15 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	double ctx = p->seq / 2.0;
 	double attn_flops = 2.0 * m->heads / t * T * ctx * (m->head_dim + (m->kv_lora_rank ? m->v_head_dim : m->head_dim));
 	double peak_attn = h->peak_bf16_flops * h->attn_eff;
+	if (p->cp > 1) {
+		/* ring attention runs the flash kernel once per ring step on a K/V block of
+		 * s/(2·cp) tokens (zig-zag halves) instead of once over the whole sequence; flash
+		 * attention's throughput falls with the key length (FlashAttention-2 §4.1, Fig. 4:
+		 * 512 → 16k tokens) like the GEMM tile curve, so the profile's half-efficiency size
+		 * scales attn_eff relative to the unsplit sequence */
+		double nh = h->gemm_half_dim, blk = p->seq / (2.0 * p->cp), full = p->seq;
+		peak_attn *= (blk / (blk + nh)) / (full / (full + nh));
+	}
 	double a_f = attn_flops / peak_attn;
 	double a_b = 2.5 * a_f; /* flash backward: 5 GEMMs of the forward's 2 [FlashAttention-2 §3] */
 
