@@ -171,8 +171,21 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	}
 	/* --- EP: all-to-all dispatch and combine, twice each way [model.md §3.2] */
 	if (moe && p->ep > 1) {
-		double S = E * T * m->moe_topk * H / (p->sp && p->tp > 1 ? t : 1);
-		double a2a = coll_time(h, COLL_ALLTOALL, S, p->ep, c->ep_nodes);
+		double tok = E * T * H / (p->sp && p->tp > 1 ? t : 1); /* one copy of the tokens */
+		double a2a;
+		if (c->ep_nodes > 1) {
+			/* hierarchical dispatch: a token crosses the NIC tier once per distinct remote
+			 * node among its top-k experts and fans out to the experts there over NVLink
+			 * (DeepEP internode kernels; DeepSeek-V3 §3.2.2). With balanced routing over
+			 * k nodes a token reaches (k−1)(1 − (1 − 1/k)^topk) remote nodes, against
+			 * topk·(k−1)/k remote copies for a flat all-to-all. */
+			double kn = c->ep_nodes, topk = m->moe_topk;
+			double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
+			a2a = h->inter_lat_s + tok * (remote / (h->inter_bw_bps * h->comm_eff) +
+						     topk / kn / (h->intra_bw_bps * h->comm_eff));
+		} else {
+			a2a = coll_time(h, COLL_ALLTOALL, tok * m->moe_topk, p->ep, 1);
+		}
 		double expose = (p->schedule == SCHED_DUALPIPE || p->schedule == SCHED_DUALPIPEV) ? 0.1 : 1.0;
 		lc->ep_f = 2 * a2a * expose;
 		lc->ep_b = 2 * a2a * expose;

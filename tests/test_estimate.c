@@ -305,6 +305,25 @@ static void test_cp_ring_steps(const struct model *m8, const struct hw *h)
 	CHECK(e1.kind[0].cp_comm_s == 0, "cp 1 has no ring steps");
 }
 
+/* Expert-parallel dispatch across nodes: a token crosses the NIC tier once per distinct remote
+ * node among its top-k experts (DeepEP internode kernels). mixtral-8x7b (top-2 of 8 experts,
+ * hidden 4096, 32 MoE blocks) with ep 8 over two 4-GPU nodes: a token reaches
+ * 1·(1 − (1/2)²) = 0.75 remote nodes, and fans out to its 2 experts over NVLink, so one
+ * all-to-all of 1024 bf16 tokens (8 MiB) costs 800 µs + 8 MiB·(0.75/(46·0.9 GB/s) +
+ * 2/2/(370·0.9 GB/s)); 4 per block (dispatch and combine, forward and backward). */
+static void test_ep_dispatch(const struct hw *h)
+{
+	struct model mx;
+	char err[ERR_LEN];
+	if (model_load("mixtral-8x7b", &mx, err)) { CHECK(0, "%s", err); return; }
+	struct plan p;
+	struct estimate e;
+	if (run(&mx, h, KV("gpus", "8", "gpus_per_node", "4", "dp", "8", "ep", "8", "seq", "1024", "mbs", "1", "gbs", "8"), &p, &e)) return;
+	double tok = 2.0 * 1024 * 4096;
+	double a2a = 800e-6 + tok * (0.75 / (46e9 * 0.9) + 1.0 / (370e9 * 0.9));
+	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 8 over 2 nodes: per-node dispatch");
+}
+
 int main(void)
 {
 	struct model m8, m405;
@@ -324,6 +343,7 @@ int main(void)
 	test_inflight_interleaved(&gpt3, &h);
 	test_fits_and_oom(&m8, &m405, &h);
 	test_cp_ring_steps(&m8, &h);
+	test_ep_dispatch(&h);
 	test_mfu_definition(&m8, &h);
 	test_bubble_fraction(&h);
 	test_comm_volumes(&gpt3, &h);
