@@ -413,7 +413,7 @@ static int write_file(const char *path, const char *text)
 int main(void)
 {
 	compare_with_brute("llama-3-8b", "h100-sxm", 8, 4096, 32);
-	compare_with_brute("llama-3-70b", "h100-sxm", 16, 4096, 16);   /* memory binds */
+	compare_with_brute("llama-3-70b", "h100-sxm-96g-500w", 16, 4096, 16); /* memory binds */
 	compare_with_brute("mixtral-8x7b", "h100-sxm", 16, 4096, 16);   /* EP inside dp*cp */
 
 	/* GPT-3 / 1T as Megatron ran them: vocabulary padded to 51200 [KOR §6, TV-K3] */
