@@ -325,10 +325,6 @@ int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char
 		if (n > PLAN_MAX_STAGES) return errf(err, "plan: more than %d pipeline stages", PLAN_MAX_STAGES);
 		if (n > m->layers)
 			return errf(err, "plan: pp*chunks (%d) exceeds num_hidden_layers (%d)", n, m->layers);
-		/* Megatron-LM asserts this for the interleaved schedule; an uneven interleaved
-		 * split has to be given explicitly (stage_layers) */
-		if (p->schedule == SCHED_INTERLEAVED && m->layers % n)
-			return errf(err, "plan: pp*vpp (%d) does not divide num_hidden_layers (%d) (interleaved schedule; give stage_layers for an uneven split)", n, m->layers);
 		plan_balanced_split(p, m->layers);
 	}
 	return 0;

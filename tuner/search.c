@@ -126,10 +126,6 @@ static int build_plan(const struct search_req *rq, const struct search_cand *k, 
 	if (k->stage_layers && k->nstage_layers > 0 && k->nstage_layers <= PLAN_MAX_STAGES) {
 		memcpy(p->stage_layers, k->stage_layers, sizeof(int) * (size_t)k->nstage_layers);
 		p->nstage_layers = k->nstage_layers;
-	} else if (p->schedule == SCHED_INTERLEAVED && p->pp > 1 && p->vpp > 1 &&
-		   p->pp * p->vpp <= PLAN_MAX_STAGES && p->pp * p->vpp <= rq->m->layers &&
-		   rq->m->layers % (p->pp * p->vpp)) {
-		plan_balanced_split(p, rq->m->layers); /* uneven interleaving is explicit */
 	}
 	if (plan_resolve(p, rq->m, rq->h, err)) return -1;
 	return plan_validate(p, rq->m, rq->h, err);
