@@ -135,6 +135,29 @@ out:
 }
 
 /* Micro-batch 1 with deferred weight-gradient passes, as zero-bubble schedules run them. */
+/* The gradients summed over g (the dp·cp reduction; the experts' too only when with_experts),
+ * then checked with the step against the single-rank model's (check_grads_and_step). */
+static void reduce_and_check(struct llama *ref, struct llama *m, struct comm *g, int with_experts, const char *label)
+{
+	char err[ERR_LEN];
+	int rc = 0;
+	for (int s = 0; s < m->n_specs && !rc; s++)
+		if (with_experts || m->specs[s].shard != SHARD_EXPERT)
+			rc = comm_allreduce(g, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
+			                    COMM_F32, err);
+	CHECK(!rc, "%s: %s", label, err);
+	check_grads_and_step(ref, m, label);
+}
+
+/* frees a reference model and a shard with their activations (any may be NULL) */
+static void destroy_pair(struct llama *ref, struct llama_acts *ra, struct llama *m, struct llama_acts *a)
+{
+	llama_acts_destroy(ra);
+	llama_acts_destroy(a);
+	llama_destroy(ref);
+	llama_destroy(m);
+}
+
 static float split_micro(struct llama *m, struct llama_acts *a, const int *tok, const int *tgt, float dloss)
 {
 	const int L = m->cfg.layers;
@@ -193,11 +216,8 @@ static void check_whole(struct comm *tp, int sp, const struct model *cfg, int re
 	check_grads_and_step(ref, m, label);
 out:
 	free(local);
-	llama_acts_destroy(ra);
-	llama_acts_destroy(a0);
 	llama_acts_destroy(a1);
-	llama_destroy(ref);
-	llama_destroy(m);
+	destroy_pair(ref, ra, m, a0);
 }
 
 /* A pipeline-like shard: layers [2, 4) and the head, fed the reference's res[2]. */
@@ -253,10 +273,7 @@ static void check_range(struct comm *tp, int sp, const struct model *cfg)
 	}
 	CHECK(bad == 0, "%s: %zu elements of d res[2] off", label, bad);
 out:
-	llama_acts_destroy(ra);
-	llama_acts_destroy(a);
-	llama_destroy(ref);
-	llama_destroy(m);
+	destroy_pair(ref, ra, m, a);
 }
 
 static void check_refusals(struct comm *tp)
@@ -344,18 +361,9 @@ static void check_cp(struct comm *tp, struct comm *cp, struct comm *ep, int sp, 
 	}
 	CHECK(!a->failed, "%s: collectives: %s", label, a->err);
 	/* experts are reduced over expert-DP (one rank when EP is the whole CP group) */
-	int rc = 0;
-	for (int s = 0; s < m->n_specs && !rc; s++)
-		if (!ep || m->specs[s].shard != SHARD_EXPERT)
-			rc = comm_allreduce(cp, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
-			                    COMM_F32, err);
-	CHECK(!rc, "%s: %s", label, err);
-	check_grads_and_step(ref, m, label);
+	reduce_and_check(ref, m, cp, !ep, label);
 out:
-	llama_acts_destroy(ra);
-	llama_acts_destroy(a);
-	llama_destroy(ref);
-	llama_destroy(m);
+	destroy_pair(ref, ra, m, a);
 }
 
 /* Expert parallelism: EP rank r runs micro-batch r of the reference's ep micro-batches (as a
@@ -392,18 +400,9 @@ static void check_ep(struct comm *ep, const struct model *cfg)
 	float got = split_micro(m, a, tok, tgt, 1.0f / n);
 	CHECK(fabs(got - want) <= REL * fabs(want), "%s: loss %.9g, single rank %.9g", label, got, want);
 	CHECK(!a->failed, "%s: collectives: %s", label, a->err);
-	int rc = 0;
-	for (int s = 0; s < m->n_specs && !rc; s++)
-		if (m->specs[s].shard != SHARD_EXPERT)
-			rc = comm_allreduce(ep, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
-			                    COMM_F32, err);
-	CHECK(!rc, "%s: %s", label, err);
-	check_grads_and_step(ref, m, label);
+	reduce_and_check(ref, m, ep, 0, label);
 out:
-	llama_acts_destroy(ra);
-	llama_acts_destroy(a);
-	llama_destroy(ref);
-	llama_destroy(m);
+	destroy_pair(ref, ra, m, a);
 }
 
 static struct ctx *make_ctx(struct comm *world, int tp, int cp, int ep)
