@@ -7,6 +7,7 @@
 #include "bench/bench.h"
 #include "runtime/model.h"
 #include "sim/util.h"
+#include "tests/tiny.h"
 
 /* FLOP/s of out (M,N) = A (M,K) · Bᵀ, the layout of linear_forward. */
 static double sgemm_gflops(int M, int N, int K)
@@ -28,23 +29,11 @@ static double sgemm_gflops(int M, int N, int K)
 	return flops * reps / t * 1e-9;
 }
 
+/* SwiGLU with 2/3 of 4h: the same MLP parameters as GPT-2's 3072 */
 static struct model gpt2_small_llama(void)
 {
-	struct model c;
-	memset(&c, 0, sizeof c);
-	snprintf(c.name, sizeof c.name, "llama-124m");
-	c.layers = 12;
-	c.hidden = 768;
-	c.ffn_hidden = 2048; /* SwiGLU with 2/3 of 4h: the same MLP parameters as GPT-2's 3072 */
-	c.heads = 12;
-	c.kv_heads = 12;
-	c.head_dim = 64;
-	c.vocab = 50304;
+	struct model c = llama_shape("llama-124m", 12, 768, 2048, 12, 12, 64, 50304);
 	c.tied = 1;
-	c.norm = NORM_RMS;
-	c.mlp = MLP_SWIGLU;
-	c.rope_theta = 10000.0;
-	c.norm_eps = 1e-5;
 	return c;
 }
 

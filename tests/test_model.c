@@ -9,50 +9,9 @@
 #include "runtime/model.h"
 #include "sim/util.h"
 #include "tests/test.h"
+#include "tests/tiny.h"
 
 enum { B = 2, T = 16, N = B * T };
-
-static struct model tiny(void)
-{
-	struct model c;
-	memset(&c, 0, sizeof c);
-	snprintf(c.name, sizeof c.name, "tiny");
-	c.layers = 4;
-	c.hidden = 64;
-	c.ffn_hidden = 128;
-	c.heads = 4;
-	c.kv_heads = 2;
-	c.head_dim = 16;
-	c.vocab = 256;
-	c.norm = NORM_RMS;
-	c.mlp = MLP_SWIGLU;
-	c.rope_theta = 10000.0;
-	c.norm_eps = 1e-5;
-	return c;
-}
-
-static struct model tiny_moe(void)
-{
-	struct model c = tiny();
-	snprintf(c.name, sizeof c.name, "tiny-moe");
-	c.moe_experts = 4;
-	c.moe_topk = 2;
-	c.moe_ffn_hidden = 32;
-	c.moe_shared_experts = 1;
-	c.moe_dense_layers = 1;
-	c.tied = 1;
-	return c;
-}
-
-static void batch(int *tok, int *tgt, unsigned seed)
-{
-	for (int i = 0; i < N; i++) {
-		seed = seed * 1103515245u + 12345u;
-		tok[i] = (int)((seed >> 8) % 256);
-	}
-	for (int i = 0; i < N; i++) tgt[i] = (i % T == T - 1) ? tok[i - T + 1] : tok[i + 1];
-	tgt[3] = -1; /* one ignored target */
-}
 
 static int same_routing(const struct llama *m, const struct llama_acts *a, const int *topi_ref)
 {
@@ -106,7 +65,7 @@ static void gradcheck(const struct model *cfg, float aux_coef)
 		return;
 	}
 	int tok[N], tgt[N];
-	batch(tok, tgt, 7);
+	tiny_batch(tok, tgt, N, T, 7, 3);
 	int *topi = malloc(sizeof(int) * (size_t)N * (cfg->moe_topk + 1) * cfg->layers);
 	llama_zero_grad(m);
 	llama_forward(m, a, tok, tgt);
@@ -149,7 +108,7 @@ static void gradcheck(const struct model *cfg, float aux_coef)
 
 static void test_gradients(void)
 {
-	struct model dense = tiny(), moe = tiny_moe(), gelu = tiny();
+	struct model dense = tiny_dense("tiny", 2), moe = tiny_moe("tiny-moe", 2), gelu = tiny_dense("tiny", 2);
 	gradcheck(&dense, 0.0f);
 	gradcheck(&moe, 0.5f);
 	snprintf(gelu.name, sizeof gelu.name, "tiny-gelu-bias-tied");
@@ -177,7 +136,7 @@ static void train(const struct model *cfg, uint64_t seed, float *losses)
 	adamw_opts_default(&ao);
 	ao.lr = 3e-3f;
 	int tok[N], tgt[N];
-	batch(tok, tgt, 11);
+	tiny_batch(tok, tgt, N, T, 11, 3);
 	for (int step = 0; step < 20; step++) {
 		llama_zero_grad(m);
 		losses[step] = llama_forward(m, a, tok, tgt);
@@ -190,7 +149,7 @@ static void train(const struct model *cfg, uint64_t seed, float *losses)
 
 static void test_training(void)
 {
-	struct model cfgs[2] = {tiny(), tiny_moe()};
+	struct model cfgs[2] = {tiny_dense("tiny", 2), tiny_moe("tiny-moe", 2)};
 	for (int c = 0; c < 2; c++) {
 		float l1[20], l2[20], l3[20];
 		train(&cfgs[c], 42, l1);
@@ -209,7 +168,7 @@ static void test_training(void)
 static void test_split_and_ranges(void)
 {
 	char err[ERR_LEN];
-	struct model cfg = tiny_moe();
+	struct model cfg = tiny_moe("tiny-moe", 2);
 	struct llama *m;
 	struct llama_acts *a, *as;
 	if (llama_create(&m, &cfg, NULL, err) || llama_acts_create(&a, m, B, T, 0, err) ||
@@ -218,7 +177,7 @@ static void test_split_and_ranges(void)
 		return;
 	}
 	int tok[N], tgt[N];
-	batch(tok, tgt, 3);
+	tiny_batch(tok, tgt, N, T, 3, 3);
 	float *g = malloc(sizeof(float) * m->n_params);
 	llama_zero_grad(m);
 	float l_whole = llama_forward(m, a, tok, tgt);
@@ -246,7 +205,7 @@ static void test_split_and_ranges(void)
 static void test_tables(void)
 {
 	char err[ERR_LEN];
-	struct model cfg = tiny();
+	struct model cfg = tiny_dense("tiny", 2);
 	struct llama *m;
 	if (llama_create(&m, &cfg, NULL, err)) { CHECK(0, "create: %s", err); return; }
 	/* independent count: V·C (embed) + L·(2C + C·(q + 2kv) + q·C + 3·C·F) + C + V·C (head) */
@@ -272,7 +231,7 @@ static void test_tables(void)
 	CHECK_REL(sqrt(ss / m->specs[0].numel), 0.02, 0.05, "embedding init std 0.02");
 	llama_destroy(m);
 
-	struct model moe = tiny_moe();
+	struct model moe = tiny_moe("tiny-moe", 2);
 	CHECK(!llama_create(&m, &moe, NULL, err), "create moe: %s", err);
 	int experts = 0;
 	for (int s = 0; s < m->n_specs; s++) experts += m->specs[s].shard == SHARD_EXPERT && m->specs[s].expert == 3;
@@ -284,11 +243,11 @@ static void test_tables(void)
 	double per_tok = L * (6.0 * (C * (q + 2 * kv) + q * C) + 6.0 * q * T + 18.0 * C * F) + 6.0 * C * V;
 	CHECK_REL(llama_step_flops(&cfg, B, T), per_tok * N, 1e-12, "step FLOPs, Megatron convention");
 
-	struct model bad = tiny();
+	struct model bad = tiny_dense("tiny", 2);
 	bad.norm = NORM_LAYER;
 	err[0] = 0;
 	CHECK(llama_create(&m, &bad, NULL, err) && strstr(err, "RMSNorm"), "LayerNorm refused: '%s'", err);
-	bad = tiny();
+	bad = tiny_dense("tiny", 2);
 	bad.kv_heads = 3;
 	CHECK(llama_create(&m, &bad, NULL, err) && strstr(err, "kv_heads"), "kv_heads must divide heads: '%s'", err);
 }
@@ -299,7 +258,7 @@ static void test_tables(void)
 static void test_layer_shard(void)
 {
 	char err[ERR_LEN];
-	struct model cfg = tiny_moe();
+	struct model cfg = tiny_moe("tiny-moe", 2);
 	struct llama *m = NULL, *s = NULL;
 	struct llama_acts *a = NULL, *as = NULL;
 	const struct llama_layer_range r[2] = {{1, 2}, {3, 4}};
@@ -328,7 +287,7 @@ static void test_layer_shard(void)
 	CHECK(s->embed == (size_t)-1 && s->final_norm == (size_t)-1 && s->layer[2].wqkv == (size_t)-1 &&
 	      !llama_holds_layer(s, 0) && llama_holds_layer(s, 3), "embedding, head and layers 0, 2 not allocated");
 	int tok[N], tgt[N];
-	batch(tok, tgt, 5);
+	tiny_batch(tok, tgt, N, T, 5, 3);
 	llama_zero_grad(m);
 	llama_forward(m, a, tok, tgt);
 	llama_head_backward(m, a, 1.0f);
@@ -372,7 +331,7 @@ out:
 	const struct llama_layer_range past = {2, 5};
 	bad.ranges = &past;
 	bad.n_ranges = 1;
-	struct model c = tiny();
+	struct model c = tiny_dense("tiny", 2);
 	err[0] = 0;
 	CHECK(llama_create_par(&s, &c, NULL, &bad, err) == -1 && strstr(err, "layer range 0 [2, 5)"), "range past the end: '%s'", err);
 }

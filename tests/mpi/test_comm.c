@@ -9,6 +9,7 @@
 #include "runtime/comm.h"
 #include "runtime/ctx.h"
 #include "sim/util.h"
+#include "tests/mpi/harness.h"
 #include "tests/test.h"
 
 #define C 1031   /* elements per rank: odd, so no size lines up with a power of two */
@@ -311,12 +312,8 @@ static void test_table(void)
 
 int main(void)
 {
-	char err[ERR_LEN];
 	struct comm *world;
-	if (comm_mpi_world(&world, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
+	if (harness_world(&world, 0)) return 1;
 	int n = comm_size(world);
 	test_table();
 	test_errors(world);
@@ -338,20 +335,5 @@ int main(void)
 	CHECK(plans != NULL, "run with 2, 4 or 8 ranks, not %d", n);
 	for (int i = 0; plans && i < 4; i++) test_plan(world, plans[i]);
 
-	/* add up every rank's counts; rank 0 prints the line tests/run.sh reads */
-	double cnt[2] = {test_passed, test_failed};
-	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	test_passed = (int)cnt[0];
-	test_failed = (int)cnt[1];
-	int rc = test_failed ? 1 : 0;
-	if (comm_rank(world) == 0) {
-		char name[32];
-		snprintf(name, sizeof(name), "test_comm np=%d", n);
-		test_summary(name);
-	}
-	comm_destroy(world);
-	return rc;
+	return harness_finish(world, "test_comm");
 }

@@ -19,25 +19,10 @@
 #include "runtime/cp.h"
 #include "runtime/ctx.h"
 #include "sim/util.h"
+#include "tests/mpi/harness.h"
 #include "tests/test.h"
 
 static uint64_t rng_state;
-
-static float frand(void) /* splitmix64 -> uniform [-1, 1) */
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (float)((z >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
-
-static float *rnd(size_t n, float scale)
-{
-	float *p = malloc(sizeof(float) * (n ? n : 1));
-	for (size_t i = 0; i < n; i++) p[i] = frand() * scale;
-	return p;
-}
 
 /* global position of local row i: the chunk rule of Megatron-LM CP / Llama 3, written out */
 static int want_pos(int T, int cp, int rank, int i)
@@ -107,7 +92,7 @@ static void test_split(struct comm *g)
 
 	/* RoPE with the rank's positions == the rank's rows of RoPE over the full sequence */
 	const int H = 3, d = 8, ld = H * d;
-	float *x = rnd((size_t)B * T * ld, 1), *xl = malloc(sizeof(float) * (size_t)B * Tl * ld);
+	float *x = harness_rnd(&rng_state, (size_t)B * T * ld, 1), *xl = malloc(sizeof(float) * (size_t)B * Tl * ld);
 	float *tab = malloc(sizeof(float) * (size_t)T * d), *tabl = malloc(sizeof(float) * (size_t)Tl * d);
 	CHECK(cp_shard_rows(xl, x, B, T, ld, n, r, err) == 0, "%s", err);
 	rope_table(tab, NULL, T, d, 10000.0);
@@ -128,7 +113,7 @@ static void test_attention(struct comm *g, int B, int T, int H, int Hkv, int d)
 	char err[ERR_LEN];
 	const int n = comm_size(g), r = comm_rank(g), Tl = T / n, ld = (H + 2 * Hkv) * d, ldo = H * d;
 	rng_state = 0x1234567ull + (uint64_t)T * 31 + (uint64_t)H; /* the same inputs on every rank */
-	float *qkv = rnd((size_t)B * T * ld, 1.5f), *dout = rnd((size_t)B * T * ldo, 1);
+	float *qkv = harness_rnd(&rng_state, (size_t)B * T * ld, 1.5f), *dout = harness_rnd(&rng_state, (size_t)B * T * ldo, 1);
 	float *out = malloc(sizeof(float) * (size_t)B * T * ldo), *lse = malloc(sizeof(float) * (size_t)B * H * T);
 	float *dqkv = malloc(sizeof(float) * (size_t)B * T * ld);
 	float *sc = malloc(sizeof(float) * attention_scratch_floats(B, T, H));
@@ -171,11 +156,7 @@ int main(void)
 {
 	char err[ERR_LEN];
 	struct comm *world;
-	if (comm_mpi_world(&world, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	comm_set_timeout(world, 60);   /* a ring that deadlocks fails instead of hanging */
+	if (harness_world(&world, 60)) return 1;   /* a ring that deadlocks fails instead of hanging */
 	const int n = comm_size(world);
 	test_split(world);
 	test_attention(world, 2, 32, 4, 2, 8);   /* the shapes of the task: GQA, chunks of 32/(2n) */
@@ -183,29 +164,10 @@ int main(void)
 	test_attention(world, 1, 16 * n, 3, 3, 4); /* MHA, 8-row chunks */
 	test_bad_shapes(world);
 	if (n == 4) {
-		struct plan p;
-		struct ctx *x = NULL;
-		plan_defaults(&p);
-		p.dp = 2;
-		p.cp = 2;
-		p.gpus = n;
-		CHECK(ctx_create(world, &p, &x, err) == 0, "%s", err);
+		struct ctx *x;
+		CHECK(harness_ctx(world, 1, 1, 2, 1, &x, err) == 0, "%s", err); /* dp 2 x cp 2 */
 		if (x) test_attention(ctx_comm(x, GROUP_CP), 2, 32, 4, 2, 8);
 		ctx_destroy(x);
 	}
-	double cnt[2] = {test_passed, test_failed};
-	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	test_passed = (int)cnt[0];
-	test_failed = (int)cnt[1];
-	const int rc = test_failed ? 1 : 0;
-	if (comm_rank(world) == 0) {
-		char name[32];
-		snprintf(name, sizeof(name), "test_cp np=%d", n);
-		test_summary(name);
-	}
-	comm_destroy(world);
-	return rc;
+	return harness_finish(world, "test_cp");
 }

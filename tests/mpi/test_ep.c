@@ -20,6 +20,7 @@
 #include "runtime/ctx.h"
 #include "runtime/ep.h"
 #include "sim/util.h"
+#include "tests/mpi/harness.h"
 #include "tests/test.h"
 
 #define C 16
@@ -28,29 +29,6 @@
 #define MB 2      /* micro-batches in flight */
 
 static uint64_t rng_state;
-
-static float frand(void) /* splitmix64 -> uniform [-1, 1) */
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (float)((z >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-}
-
-static float *rnd(size_t n, float scale)
-{
-	float *p = malloc(sizeof(float) * (n ? n : 1));
-	for (size_t i = 0; i < n; i++) p[i] = frand() * scale;
-	return p;
-}
-
-static float *copy(const float *src, size_t n)
-{
-	float *p = malloc(sizeof(float) * (n ? n : 1));
-	memcpy(p, src, sizeof(float) * n);
-	return p;
-}
 
 /* The single-rank MoE layer over N tokens with all E experts, as runtime/model_pass.c:
  * out += combine(experts(gather(x))); dx += ...; dtw = ...; dW += ... */
@@ -94,17 +72,6 @@ static void ref_layer(float *out, float *dx, float *dtw, float *dW, const float 
 	free(dgue); free(dxe);
 }
 
-/* max |got - want| / max |want| */
-static double rel_err(const float *got, const float *want, size_t n)
-{
-	double e = 0.0, m = 1e-30;
-	for (size_t i = 0; i < n; i++) {
-		e = fmax(e, fabs((double)got[i] - want[i]));
-		m = fmax(m, fabs((double)want[i]));
-	}
-	return e / m;
-}
-
 /* one micro-batch of the global problem and this rank's slice of it */
 struct mb {
 	int Nall, N, first;                        /* all tokens, this rank's, its first row */
@@ -124,20 +91,20 @@ static void mb_make(struct mb *m, int nranks, int rank, int E, int skew)
 	}
 	m->N = 5 + rank;
 	const size_t NA = (size_t)m->Nall;
-	m->x = rnd(NA * C, 1);
-	m->logits = rnd(NA * E, 2);
+	m->x = harness_rnd(&rng_state, NA * C, 1);
+	m->logits = harness_rnd(&rng_state, NA * E, 2);
 	if (skew)   /* every token picks experts 0 and 1, which rank 0 owns */
 		for (size_t t = 0; t < NA; t++) { m->logits[t * E] += 20; m->logits[t * E + 1] += 19; }
-	m->dout = rnd(NA * C, 1);
+	m->dout = harness_rnd(&rng_state, NA * C, 1);
 	m->probs = malloc(sizeof(float) * NA * E);
 	m->tw = malloc(sizeof(float) * NA * TOPK);
 	m->idx = malloc(sizeof(int) * NA * TOPK);
 	moe_router_forward(m->probs, m->idx, m->tw, m->logits, m->Nall, E, TOPK);
-	m->out_ref = rnd(NA * C, 1);                /* non-zero: out and dx accumulate */
-	m->dx_ref = rnd(NA * C, 1);
+	m->out_ref = harness_rnd(&rng_state, NA * C, 1); /* non-zero: out and dx accumulate */
+	m->dx_ref = harness_rnd(&rng_state, NA * C, 1);
 	m->dtw_ref = malloc(sizeof(float) * NA * TOPK);
-	m->out = copy(m->out_ref + (size_t)m->first * C, (size_t)m->N * C);
-	m->dx = copy(m->dx_ref + (size_t)m->first * C, (size_t)m->N * C);
+	m->out = harness_copy(m->out_ref + (size_t)m->first * C, (size_t)m->N * C);
+	m->dx = harness_copy(m->dx_ref + (size_t)m->first * C, (size_t)m->N * C);
 	m->dtw = malloc(sizeof(float) * (size_t)m->N * TOPK);
 	m->b = NULL;
 }
@@ -155,8 +122,8 @@ static void run_case(struct comm *g, int E, int skew)
 	const int n = comm_size(g), r = comm_rank(g), El = E / n;
 	const size_t ew = (size_t)3 * FE * C;
 	rng_state = 0xabcdef12ull + (uint64_t)E * 7 + (uint64_t)skew; /* the same problem on every rank */
-	float *W = rnd((size_t)E * ew, 0.3f), *dW_ref = rnd((size_t)E * ew, 0.1f);
-	float *dW = copy(dW_ref + (size_t)r * El * ew, (size_t)El * ew);
+	float *W = harness_rnd(&rng_state, (size_t)E * ew, 0.3f), *dW_ref = harness_rnd(&rng_state, (size_t)E * ew, 0.1f);
+	float *dW = harness_copy(dW_ref + (size_t)r * El * ew, (size_t)El * ew);
 	struct mb m[MB];
 	for (int i = 0; i < MB; i++) mb_make(&m[i], n, r, E, skew);
 	for (int i = 0; i < MB; i++)
@@ -187,11 +154,11 @@ static void run_case(struct comm *g, int E, int skew)
 		double eo = 0, ex = 0, et = 0;
 		for (int i = 0; i < MB; i++) {
 			const size_t f = (size_t)m[i].first, N = (size_t)m[i].N;
-			eo = fmax(eo, rel_err(m[i].out, m[i].out_ref + f * C, N * C));
-			ex = fmax(ex, rel_err(m[i].dx, m[i].dx_ref + f * C, N * C));
-			et = fmax(et, rel_err(m[i].dtw, m[i].dtw_ref + f * TOPK, N * TOPK));
+			eo = fmax(eo, harness_rel_err(m[i].out, m[i].out_ref + f * C, N * C));
+			ex = fmax(ex, harness_rel_err(m[i].dx, m[i].dx_ref + f * C, N * C));
+			et = fmax(et, harness_rel_err(m[i].dtw, m[i].dtw_ref + f * TOPK, N * TOPK));
 		}
-		const double ew_err = rel_err(dW, dW_ref + (size_t)r * El * ew, (size_t)El * ew);
+		const double ew_err = harness_rel_err(dW, dW_ref + (size_t)r * El * ew, (size_t)El * ew);
 		const char *kind = skew ? "all rows to rank 0" : "random routing";
 		CHECK(eo <= 1e-5, "ep%d rank %d E=%d %s: output error %.3g", n, r, E, kind, eo);
 		CHECK(ex <= 1e-5, "ep%d rank %d E=%d %s: dx error %.3g", n, r, E, kind, ex);
@@ -233,40 +200,17 @@ int main(void)
 {
 	char err[ERR_LEN];
 	struct comm *world;
-	if (comm_mpi_world(&world, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	comm_set_timeout(world, 60);   /* an exchange that deadlocks fails instead of hanging */
+	if (harness_world(&world, 60)) return 1;   /* an exchange that deadlocks fails instead of hanging */
 	const int n = comm_size(world);
 	if (4 % n == 0) run_case(world, 4, 0);
 	run_case(world, 8, 0);
 	run_case(world, 8, 1);
 	test_errors(world);
 	if (n == 4) {
-		struct plan p;
-		struct ctx *x = NULL;
-		plan_defaults(&p);
-		p.dp = 4;
-		p.ep = 2;
-		p.gpus = n;
-		CHECK(ctx_create(world, &p, &x, err) == 0, "%s", err);
+		struct ctx *x;
+		CHECK(harness_ctx(world, 1, 1, 1, 2, &x, err) == 0, "%s", err); /* dp 4 x ep 2 */
 		if (x) run_case(ctx_comm(x, GROUP_EP), 4, 0);
 		ctx_destroy(x);
 	}
-	double cnt[2] = {test_passed, test_failed};
-	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	test_passed = (int)cnt[0];
-	test_failed = (int)cnt[1];
-	const int rc = test_failed ? 1 : 0;
-	if (comm_rank(world) == 0) {
-		char name[32];
-		snprintf(name, sizeof(name), "test_ep np=%d", n);
-		test_summary(name);
-	}
-	comm_destroy(world);
-	return rc;
+	return harness_finish(world, "test_ep");
 }

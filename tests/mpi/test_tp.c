@@ -21,53 +21,28 @@
 #include "runtime/ctx.h"
 #include "runtime/model.h"
 #include "sim/util.h"
+#include "tests/mpi/harness.h"
 #include "tests/test.h"
+#include "tests/tiny.h"
 
 enum { B = 2, T = 16, N = B * T, MICRO = 2 };
 static int print_rank; /* world rank 0 prints what it measured */
 #define REL 1e-5
 #define ABS 1e-6
 
-static struct model tiny(int kv_heads)
+/* the tiny models of tests/tiny.h, named by their kv head count */
+static struct model tiny_kv(int kv_heads)
 {
-	struct model c;
-	memset(&c, 0, sizeof c);
-	snprintf(c.name, sizeof c.name, "tiny-kv%d", kv_heads);
-	c.layers = 4;
-	c.hidden = 64;
-	c.ffn_hidden = 128;
-	c.heads = 4;
-	c.kv_heads = kv_heads;
-	c.head_dim = 16;
-	c.vocab = 256;
-	c.norm = NORM_RMS;
-	c.mlp = MLP_SWIGLU;
-	c.rope_theta = 10000.0;
-	c.norm_eps = 1e-5;
-	return c;
+	char name[64];
+	snprintf(name, sizeof name, "tiny-kv%d", kv_heads);
+	return tiny_dense(name, kv_heads);
 }
 
-static struct model tiny_moe(int kv_heads)
+static struct model tiny_moe_kv(int kv_heads)
 {
-	struct model c = tiny(kv_heads);
-	snprintf(c.name, sizeof c.name, "tiny-moe-kv%d", kv_heads);
-	c.moe_experts = 4;
-	c.moe_topk = 2;
-	c.moe_ffn_hidden = 32;
-	c.moe_shared_experts = 1;
-	c.moe_dense_layers = 1;
-	c.tied = 1;
-	return c;
-}
-
-static void batch(int *tok, int *tgt, unsigned seed)
-{
-	for (int i = 0; i < N; i++) {
-		seed = seed * 1103515245u + 12345u;
-		tok[i] = (int)((seed >> 8) % 256);
-	}
-	for (int i = 0; i < N; i++) tgt[i] = (i % T == T - 1) ? tok[i - T + 1] : tok[i + 1];
-	tgt[5] = -1; /* one ignored target */
+	char name[64];
+	snprintf(name, sizeof name, "tiny-moe-kv%d", kv_heads);
+	return tiny_moe(name, kv_heads);
 }
 
 /* Elementwise agreement of a full single-rank-layout vector; names the worst tensor. */
@@ -160,6 +135,29 @@ out:
 }
 
 /* Micro-batch 1 with deferred weight-gradient passes, as zero-bubble schedules run them. */
+/* The gradients summed over g (the dp·cp reduction; the experts' too only when with_experts),
+ * then checked with the step against the single-rank model's (check_grads_and_step). */
+static void reduce_and_check(struct llama *ref, struct llama *m, struct comm *g, int with_experts, const char *label)
+{
+	char err[ERR_LEN];
+	int rc = 0;
+	for (int s = 0; s < m->n_specs && !rc; s++)
+		if (with_experts || m->specs[s].shard != SHARD_EXPERT)
+			rc = comm_allreduce(g, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
+			                    COMM_F32, err);
+	CHECK(!rc, "%s: %s", label, err);
+	check_grads_and_step(ref, m, label);
+}
+
+/* frees a reference model and a shard with their activations (any may be NULL) */
+static void destroy_pair(struct llama *ref, struct llama_acts *ra, struct llama *m, struct llama_acts *a)
+{
+	llama_acts_destroy(ra);
+	llama_acts_destroy(a);
+	llama_destroy(ref);
+	llama_destroy(m);
+}
+
 static float split_micro(struct llama *m, struct llama_acts *a, const int *tok, const int *tgt, float dloss)
 {
 	const int L = m->cfg.layers;
@@ -207,7 +205,7 @@ static void check_whole(struct comm *tp, int sp, const struct model *cfg, int re
 
 	for (int mb = 0; mb < MICRO; mb++) {
 		int tok[N], tgt[N];
-		batch(tok, tgt, 1000u * (unsigned)replica + 17u * (unsigned)mb + 3u);
+		tiny_batch(tok, tgt, N, T, 1000u * (unsigned)replica + 17u * (unsigned)mb + 3u, 5);
 		float want = llama_forward(ref, ra, tok, tgt);
 		llama_backward(ref, ra, 1.0f / MICRO);
 		float got = mb == 0 ? llama_forward(m, a0, tok, tgt) : split_micro(m, a1, tok, tgt, 1.0f / MICRO);
@@ -218,11 +216,8 @@ static void check_whole(struct comm *tp, int sp, const struct model *cfg, int re
 	check_grads_and_step(ref, m, label);
 out:
 	free(local);
-	llama_acts_destroy(ra);
-	llama_acts_destroy(a0);
 	llama_acts_destroy(a1);
-	llama_destroy(ref);
-	llama_destroy(m);
+	destroy_pair(ref, ra, m, a0);
 }
 
 /* A pipeline-like shard: layers [2, 4) and the head, fed the reference's res[2]. */
@@ -249,7 +244,7 @@ static void check_range(struct comm *tp, int sp, const struct model *cfg)
 	      m->layer[0].attn_norm == (size_t)-1 && (cfg->tied || m->embed == (size_t)-1),
 	      "%s: layers 0, 1 (and an untied embedding) are not allocated", label);
 	int tok[N], tgt[N];
-	batch(tok, tgt, 99);
+	tiny_batch(tok, tgt, N, T, 99, 5);
 	llama_forward(ref, ra, tok, tgt);
 	const double want = ra->ce_loss + llama_aux_loss(ref, ra, 2, 4);
 	llama_zero_grad(ref);
@@ -278,10 +273,7 @@ static void check_range(struct comm *tp, int sp, const struct model *cfg)
 	}
 	CHECK(bad == 0, "%s: %zu elements of d res[2] off", label, bad);
 out:
-	llama_acts_destroy(ra);
-	llama_acts_destroy(a);
-	llama_destroy(ref);
-	llama_destroy(m);
+	destroy_pair(ref, ra, m, a);
 }
 
 static void check_refusals(struct comm *tp)
@@ -293,10 +285,10 @@ static void check_refusals(struct comm *tp)
 	llama_par_default(&par);
 	par.tp = tp;
 	const int n = comm_size(tp);
-	struct model c = tiny(n == 4 ? 2 : 1);
+	struct model c = tiny_kv(n == 4 ? 2 : 1);
 	CHECK(llama_create_par(&m, &c, NULL, &par, err) == -1 && strstr(err, "kv_heads") && !m,
 	      "tp %d with kv_heads %d refused: '%s'", n, c.kv_heads, err);
-	c = tiny(n);
+	c = tiny_kv(n);
 	struct llama_layer_range r[2] = {{1, 3}, {2, 4}};
 	par.ranges = r;
 	par.n_ranges = 2;
@@ -304,7 +296,7 @@ static void check_refusals(struct comm *tp)
 	r[1] = (struct llama_layer_range){3, 5};
 	CHECK(llama_create_par(&m, &c, NULL, &par, err) == -1 && strstr(err, "layer range 1 [3, 5)"),
 	      "range past the last layer: '%s'", err);
-	struct model moe = tiny_moe(n);
+	struct model moe = tiny_moe_kv(n);
 	par.n_ranges = 0;
 	par.ep = tp; /* any group of more than one rank */
 	CHECK(llama_create_par(&m, &moe, NULL, &par, err) == -1 && strstr(err, "expert parallelism with tp"),
@@ -358,7 +350,7 @@ static void check_cp(struct comm *tp, struct comm *cp, struct comm *ep, int sp, 
 	CHECK(a->T == T / comm_size(cp) && a->N == B * T / comm_size(cp), "%s: %d rows of each sequence", label, a->T);
 	for (int mb = 0; mb < MICRO; mb++) {
 		int tok[N], tgt[N], ltok[N], ltgt[N];
-		batch(tok, tgt, 50u + (unsigned)mb);
+		tiny_batch(tok, tgt, N, T, 50u + (unsigned)mb, 5);
 		float want = llama_forward(ref, ra, tok, tgt);
 		llama_backward(ref, ra, 1.0f / MICRO);
 		CHECK(!cp_shard_tokens(ltok, tok, B, T, comm_size(cp), comm_rank(cp), err) &&
@@ -369,18 +361,9 @@ static void check_cp(struct comm *tp, struct comm *cp, struct comm *ep, int sp, 
 	}
 	CHECK(!a->failed, "%s: collectives: %s", label, a->err);
 	/* experts are reduced over expert-DP (one rank when EP is the whole CP group) */
-	int rc = 0;
-	for (int s = 0; s < m->n_specs && !rc; s++)
-		if (!ep || m->specs[s].shard != SHARD_EXPERT)
-			rc = comm_allreduce(cp, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
-			                    COMM_F32, err);
-	CHECK(!rc, "%s: %s", label, err);
-	check_grads_and_step(ref, m, label);
+	reduce_and_check(ref, m, cp, !ep, label);
 out:
-	llama_acts_destroy(ra);
-	llama_acts_destroy(a);
-	llama_destroy(ref);
-	llama_destroy(m);
+	destroy_pair(ref, ra, m, a);
 }
 
 /* Expert parallelism: EP rank r runs micro-batch r of the reference's ep micro-batches (as a
@@ -408,41 +391,25 @@ static void check_ep(struct comm *ep, const struct model *cfg)
 	float want = 0.0f;
 	int tok[N], tgt[N];
 	for (int i = 0; i < n; i++) {
-		batch(tok, tgt, 70u + (unsigned)i);
+		tiny_batch(tok, tgt, N, T, 70u + (unsigned)i, 5);
 		float l = llama_forward(ref, ra, tok, tgt);
 		llama_backward(ref, ra, 1.0f / n);
 		if (i == r) want = l;
 	}
-	batch(tok, tgt, 70u + (unsigned)r);
+	tiny_batch(tok, tgt, N, T, 70u + (unsigned)r, 5);
 	float got = split_micro(m, a, tok, tgt, 1.0f / n);
 	CHECK(fabs(got - want) <= REL * fabs(want), "%s: loss %.9g, single rank %.9g", label, got, want);
 	CHECK(!a->failed, "%s: collectives: %s", label, a->err);
-	int rc = 0;
-	for (int s = 0; s < m->n_specs && !rc; s++)
-		if (m->specs[s].shard != SHARD_EXPERT)
-			rc = comm_allreduce(ep, m->grads + m->specs[s].offset, m->grads + m->specs[s].offset, m->specs[s].numel,
-			                    COMM_F32, err);
-	CHECK(!rc, "%s: %s", label, err);
-	check_grads_and_step(ref, m, label);
+	reduce_and_check(ref, m, ep, 0, label);
 out:
-	llama_acts_destroy(ra);
-	llama_acts_destroy(a);
-	llama_destroy(ref);
-	llama_destroy(m);
+	destroy_pair(ref, ra, m, a);
 }
 
 static struct ctx *make_ctx(struct comm *world, int tp, int cp, int ep)
 {
 	char err[ERR_LEN];
-	struct plan p;
-	plan_defaults(&p);
-	p.tp = tp;
-	p.cp = cp;
-	p.ep = ep;
-	p.dp = comm_size(world) / (tp * cp);
-	p.gpus = comm_size(world);
-	struct ctx *x = NULL;
-	if (ctx_create(world, &p, &x, err)) CHECK(0, "ctx tp %d cp %d ep %d: %s", tp, cp, ep, err);
+	struct ctx *x;
+	if (harness_ctx(world, tp, 1, cp, ep, &x, err)) CHECK(0, "ctx tp %d cp %d ep %d: %s", tp, cp, ep, err);
 	return x;
 }
 
@@ -462,16 +429,11 @@ static void run_tp(struct comm *world, int tp_deg, const struct model *cfgs, int
 
 int main(void)
 {
-	char err[ERR_LEN];
 	struct comm *world;
-	if (comm_mpi_world(&world, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	comm_set_timeout(world, 60); /* a rank that skips a collective fails instead of hanging */
+	if (harness_world(&world, 60)) return 1; /* a rank that skips a collective fails instead of hanging */
 	const int n = comm_size(world);
 	print_rank = comm_rank(world) == 0 && getenv("TEST_TP_VERBOSE") != NULL;
-	const struct model two[2] = {tiny(2), tiny_moe(2)}, four[2] = {tiny(4), tiny_moe(4)};
+	const struct model two[2] = {tiny_kv(2), tiny_moe_kv(2)}, four[2] = {tiny_kv(4), tiny_moe_kv(4)};
 	run_tp(world, 2, two, 2);                /* np 4: two replicas of tp 2 */
 	if (n % 4 == 0) run_tp(world, 4, four, 2);
 	/* np 2: cp 2; np 4: tp 2 x cp 2 */
@@ -487,19 +449,5 @@ int main(void)
 	x = make_ctx(world, 1, 1, n); /* every rank an EP rank: ep 2 or 4 */
 	if (x) check_ep(ctx_comm(x, GROUP_EP), &two[1]);
 	ctx_destroy(x);
-	double cnt[2] = {test_passed, test_failed};
-	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	test_passed = (int)cnt[0];
-	test_failed = (int)cnt[1];
-	int rc = test_failed ? 1 : 0;
-	if (comm_rank(world) == 0) {
-		char name[32];
-		snprintf(name, sizeof name, "test_tp np=%d", n);
-		test_summary(name);
-	}
-	comm_destroy(world);
-	return rc;
+	return harness_finish(world, "test_tp");
 }

@@ -16,6 +16,7 @@
 #include "runtime/optim.h"
 #include "runtime/zero.h"
 #include "sim/util.h"
+#include "tests/mpi/harness.h"
 #include "tests/test.h"
 
 #define NP 1003          /* parameters per model-parallel slice: prime, so padding happens */
@@ -292,22 +293,12 @@ int main(void)
 {
 	char err[ERR_LEN];
 	struct comm *world;
-	if (comm_mpi_world(&world, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	comm_set_timeout(world, 60);   /* a bug that hangs fails instead */
+	if (harness_world(&world, 60)) return 1;   /* a bug that hangs fails instead */
 	int n = comm_size(world);
-	struct plan p;
-	plan_defaults(&p);
-	/* np 2: dp 2; np 4: dp 2 x cp 2; np 8: tp 2 x dp 2 x cp 2 (dp*cp 4, two model slices) */
-	p.dp = 2;
-	p.cp = n >= 4 ? 2 : 1;
-	p.tp = n >= 8 ? 2 : 1;
-	p.gpus = n;
 	struct ctx *x = NULL;
 	test_defaults();
-	if (ctx_create(world, &p, &x, err)) {
+	/* np 2: dp 2; np 4: dp 2 x cp 2; np 8: tp 2 x dp 2 x cp 2 (dp*cp 4, two model slices) */
+	if (harness_ctx(world, n >= 8 ? 2 : 1, 1, n >= 4 ? 2 : 1, 1, &x, err)) {
 		CHECK(0, "%s", err);
 	} else {
 		for (int rs = 0; rs <= 1; rs++)
@@ -315,19 +306,5 @@ int main(void)
 		for (int stage = 0; stage <= 3; stage++) run_zero(x, stage);
 	}
 	ctx_destroy(x);
-	double cnt[2] = {test_passed, test_failed};
-	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	test_passed = (int)cnt[0];
-	test_failed = (int)cnt[1];
-	int rc = test_failed ? 1 : 0;
-	if (comm_rank(world) == 0) {
-		char name[32];
-		snprintf(name, sizeof(name), "test_zero np=%d", n);
-		test_summary(name);
-	}
-	comm_destroy(world);
-	return rc;
+	return harness_finish(world, "test_zero");
 }
