@@ -315,8 +315,10 @@ static int train_loop(struct job *j, char *err)
 		if (j->o.save_every && st.step % j->o.save_every == 0 && st.step < j->o.steps) {
 			char e2[ERR_LEN];
 			int bad = save(j, e2);
-			snprintf(err, ERR_LEN, "%s", bad ? e2 : "checkpoint: another rank failed to save");
-			if (any_failed(j->x->world_comm, bad)) rc = -1;
+			if (any_failed(j->x->world_comm, bad)) {
+				if (!rc) snprintf(err, ERR_LEN, "%s", bad ? e2 : "checkpoint: another rank failed to save");
+				rc = -1;
+			}
 		}
 	}
 	free(mem);

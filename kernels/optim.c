@@ -1,4 +1,6 @@
-/* optim — AdamW and the pieces of clipping by global gradient norm. */
+/* optim — AdamW and the pieces of clipping by global norm. adamw_step is the one AdamW of the
+ * project: llama_step calls it per tensor and runtime/optim.c (the ZeRO optimizer) per decay
+ * range, so the single-rank and the sharded updates are the same arithmetic. */
 #include <math.h>
 #include "kernels/cpu.h"
 
