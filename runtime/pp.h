@@ -81,7 +81,8 @@ void pp_destroy(struct pp *p);
 
 void pp_set_ready_hook(struct pp *p, pp_ready_fn fn, void *arg);
 
-/* One training step over the schedule's m micro-batches. tokens and targets are (m, B, T):
+/* One training step over the schedule's m micro-batches. tokens and targets are (m, B, T)
+ * (T/cp rows of each sequence under context parallelism, the rank's zig-zag rows):
  * micro-batch j of direction d is row d*mb_per_dir + j. tokens are read only where stage 0
  * lives and targets where the last stage lives (NULL is accepted elsewhere). *loss (may be
  * NULL) is the step's mean loss (cross-entropy + MoE aux), the same on every pipeline rank.
@@ -91,6 +92,25 @@ int pp_step(struct pp *p, const int *tokens, const int *targets, float *loss, ch
 /* llama_step on the tensors this rank holds: clipping by the global gradient norm over the
  * whole pipeline (each tensor counted once), then AdamW on every copy. *grad_norm may be NULL. */
 int pp_adamw_step(struct pp *p, const struct adamw_opts *o, float *grad_norm, char *err);
+
+/* pp_adamw_step with the norm also summed over the model's TP and EP groups and
+ * groups[0..ngroups) (at most 4, orthogonal to them and to the pipeline group), counting each
+ * tensor once: TP-replicated ones on TP rank 0, all but routed experts on EP rank 0. The
+ * gradients must already be reduced over data parallelism. */
+int pp_adamw_step_par(struct pp *p, const struct adamw_opts *o, struct comm *const *groups, int ngroups,
+                      float *grad_norm, char *err);
+
+/* The shard description of model copy `copy` on pipeline rank `rank`: the layer ranges of
+ * its chunks of that direction (at most s->chunks), whether it holds stage 0 (embedding)
+ * and the last stage (head). */
+int pp_copy_par(const struct sched *s, int rank, const int *stage_layers, int copy,
+                struct llama_layer_range *ranges, int *n_ranges, int *has_embed, int *has_head);
+/* As pp_create_from_ctx, but the executor builds and owns sharded models: each copy is
+ * llama_create_par(cfg, lo, base with this rank's layer ranges, embedding and head), so a
+ * rank allocates only its stages (base gives the TP, CP and EP groups). */
+int pp_create_sharded(const struct ctx *x, const struct model *cfg, const struct llama_opts *lo,
+                      const struct llama_par *base, struct pp **out, char *err);
+struct llama *pp_model(const struct pp *p, int copy);  /* NULL past the copies */
 
 int pp_act_sets(const struct pp *p);              /* activation sets in the pool */
 /* Message buffers (B*T*hidden floats each) allocated so far: at most the receives posted
