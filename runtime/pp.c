@@ -351,8 +351,18 @@ int pp_create(const struct pp_cfg *cfg, struct pp **out, char *err)
 		p->times = calloc(p->nops + 1, sizeof *p->times);
 		p->pool = malloc(sizeof(float *) * 1);
 		if (!p->sets || !p->times || !p->pool) rc = errf(err, "pp: out of memory");
+		/* the sets serve every copy: slots for the layers any copy holds (DualPipe's
+		 * sharded copies hold different layers) */
+		struct llama view = *p->models[0];
+		unsigned char *held = malloc((size_t)view.cfg.layers + 1);
+		if (!held) rc = errf(err, "pp: out of memory");
+		for (int l = 0; l < view.cfg.layers && !rc; l++)
+			held[l] = llama_holds_layer(p->models[0], l) ||
+			          (p->ncopies == 2 && llama_holds_layer(p->models[1], l));
+		view.held = held;
 		for (int i = 0; i < p->nsets && !rc; i++)
-			rc = llama_acts_create(&p->sets[i], p->models[0], p->B, p->T, split_w, err);
+			rc = llama_acts_create(&p->sets[i], &view, p->B, p->T, split_w, err);
+		free(held);
 		if (!rc && p->nsets) {
 			/* under context parallelism a rank holds T/cp rows of each sequence, under
 			 * sequence parallelism 1/tp of the residual stream's rows */
