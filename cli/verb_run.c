@@ -51,8 +51,8 @@ static void run_usage(FILE *f)
 		"                     peak_mem_bytes_per_rank, peak_rss_bytes_per_rank\n"
 		"  --trace FILE.json  measured Chrome Trace Event JSON: ph \"X\" events, pid = rank,\n"
 		"                     tid = stream (thread_name metadata; cat repeats it): 0 \"compute\"\n"
-		"                     (F, BW, optimizer; args {mb, chunk, stage, layers: [first,\n"
-		"                     last]}) or 1 \"comm\" (allreduce, reduce_scatter,\n"
+		"                     (F, B, W, BW: args {mb, chunk, stage, layers: count,\n"
+		"                     first_layer}; optimizer: args {stage}) or 1 \"comm\" (allreduce, reduce_scatter,\n"
 		"                     allgather: from the first bucket's start to the last wait's\n"
 		"                     end; at ZeRO-3 each unit's gather from its call to its wait and\n"
 		"                     the step's final wait for the unit reduce-scatters),\n"
@@ -227,8 +227,11 @@ static int write_trace(struct ctx *x, struct trainer *t, const char *path, char 
 					train_ev_name((int)e[2]), stream_name((int)e[3]), r, (int)e[3], e[0] * 1e6,
 					(e[1] - e[0]) * 1e6);
 				if ((int)e[3] == EV_COMPUTE && e[7] >= 0)
-					fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": [%d, %d]}",
-						(int)e[4], (int)e[5], (int)e[6], (int)e[7], (int)e[8] - 1);
+					fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": %d, "
+						   "\"first_layer\": %d}",
+						(int)e[4], (int)e[5], (int)e[6], (int)(e[8] - e[7]), (int)e[7]);
+				else if ((int)e[3] == EV_COMPUTE && e[6] >= 0)
+					fprintf(f, ", \"args\": {\"stage\": %d}", (int)e[6]);
 				fprintf(f, "}");
 			}
 		}

@@ -647,7 +647,9 @@ static int step_par(struct trainer *t, double *loss_sum, double *norm, char *err
 	} else if (llama_step_par(t->m, &t->o.opt, NULL, 0, &nrm, err)) {
 		return -1;
 	}
+	size_t before = t->nev;
 	record(t, EV_OPT, EV_COMPUTE, s, now_s(), -1, -1, -1);
+	if (t->nev > before) t->ev[t->nev - 1].stage = comm_rank(ctx_comm(t->x, GROUP_PP));
 	*norm = nrm;
 	return 0;
 }
