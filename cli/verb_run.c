@@ -299,7 +299,13 @@ static int train_loop(struct job *j, char *err)
 	int world = j->x->world;
 	double *mem = malloc(sizeof(double) * 2 * (size_t)world);
 	if (!mem) return errf(err, "out of memory");
-	int rc = 0;
+	int rc = 0, first = train_steps_done(j->t) + 1, timed = 0;
+	const struct plan *p = &j->o.plan;
+	if (j->x->rank == 0 && !j->o.json)
+		printf("run: %s, %zu parameters, dp %d, zero %d, %d micro-batches of %d x %d tokens per rank, "
+		       "steps %d..%ld\n", j->m.name, train_n_params(j->t), p->dp, p->zero, plan_microbatches(p),
+		       p->mbs, p->seq, first, j->o.steps);
+	double sum_s = 0;
 	while (!rc && train_steps_done(j->t) < j->o.steps) {
 		struct train_stats st;
 		double mine[2];
@@ -307,6 +313,7 @@ static int train_loop(struct job *j, char *err)
 		mine[0] = st.mem_bytes_local;
 		mine[1] = st.rss_bytes_local;
 		if (comm_allgather(j->x->world_comm, mine, mem, 2, COMM_F64, err)) { rc = -1; break; }
+		if (st.step > first) sum_s += st.step_time_s, timed++;   /* the first step warms up */
 		if (j->x->rank == 0) {
 			print_step(&j->o, &st, mem, world);
 			double peak = 0;
@@ -324,6 +331,9 @@ static int train_loop(struct job *j, char *err)
 			}
 		}
 	}
+	if (!rc && timed && j->x->rank == 0 && !j->o.json)
+		printf("run: mean step time over steps %d..%ld: %.4f s, %.0f tokens/s\n", first + 1, j->o.steps,
+		       sum_s / timed, (double)p->gbs * p->seq * timed / sum_s);
 	free(mem);
 	return rc;
 }

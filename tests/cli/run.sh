@@ -135,6 +135,8 @@ expect_msg 'text.db is not a scaleplan database'
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --steps 2
 grep -Eq '^step +2  loss [0-9.]+  grad norm [0-9.]+  [0-9.]+ s  [0-9]+ tokens/s  peak mem GiB/rank: [0-9.]+ [0-9.]+$' "$TMP/out" && ok ||
 	bad "human output: $(head -c 300 "$TMP/out")"
+expect_out '^run: tiny, 180800 parameters, dp 2, zero 0, 2 micro-batches of 2 x 16 tokens per rank'
+expect_out '^run: mean step time over steps 2\.\.2: [0-9.]+ s, [0-9]+ tokens/s$'
 
 # --- a killed or stopped rank ends the job ---------------------------------------------------------
 # scenario SIGNAL PATTERN EXTRA-FLAGS...: 2 ranks train for ever; signal rank 1's process
@@ -143,6 +145,9 @@ scenario() {
 	mpirun --oversubscribe -np 2 "$SP" run $TINY --steps 100000000 "$@" >"$TMP/k.out" 2>"$TMP/k.err" &
 	local mp=$! t=0
 	while [ "$(grep -c '^step' "$TMP/k.out")" -lt 2 ] && [ $t -lt 300 ]; do sleep 0.1; t=$((t + 1)); done
+	if [ "$(grep -c '^step' "$TMP/k.out")" -lt 2 ]; then   # a signal during start-up is not the point
+		bad "$sig: no 2 steps within 30 s: $(head -c 300 "$TMP/k.err")"; kill "$mp"; wait "$mp"; return
+	fi
 	local victim=""
 	t=0
 	while [ -z "$victim" ] && [ $t -lt 50 ]; do
