@@ -43,6 +43,9 @@ struct trainer {
 	int Tl;                        /* rows of each sequence on this rank (seq/cp) */
 	int *mtok, *mtgt;              /* (micro, mbs, Tl): this rank's rows of the step's batch */
 	int *stage_l0;                 /* [nstages+1] first layer of each pipeline stage */
+	int *tok, *tgt;                /* the micro-batch in use: tokens/targets or mtok/mtgt */
+	struct decay_range *skip;      /* flat ranges left out of this rank's share of the norm */
+	int nskip;
 };
 
 void train_opts_default(struct train_opts *o)
@@ -62,13 +65,12 @@ const char *train_ev_name(int name)
 int train_supported(const struct plan *p, const struct model *m, char *err)
 {
 	static const char *const what = "not yet supported by the runtime";
-	int mp = p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1;
 	if (p->zero < 0 || p->zero > 3) return errf(err, "plan: zero (%d) must be 0..3", p->zero);
 	if (p->zero == 3 && m->tied)
 		return errf(err, "%s: zero 3 with tied embeddings (tie_word_embeddings)", what);
-	if (mp && p->zero != 0)
-		return errf(err, "%s: zero %d with tp/pp/cp/ep > 1 (model-parallel plans run with --zero 0)", what,
-		            p->zero);
+	if (p->zero != 0 && (p->pp > 1 || p->ep > 1))
+		return errf(err, "%s: zero %d with pp or ep > 1 (pipeline and expert-parallel plans run with --zero 0)",
+		            what, p->zero);
 	if (p->mbs < 1 || p->seq < 1 || p->dp < 1 || p->gbs % (p->dp * p->mbs))
 		return errf(err, "plan: gbs (%d) must be a multiple of dp*mbs (%d*%d)", p->gbs, p->dp, p->mbs);
 	if (p->tp > 1 && (m->heads % p->tp || m->kv_heads % p->tp))
@@ -327,6 +329,22 @@ static int setup_par(struct trainer *t, const struct model *mc, const struct lla
 	return 0;
 }
 
+/* The norm counts a TP-replicated tensor on TP rank 0 only. */
+static int build_skip(struct trainer *t, char *err)
+{
+	const struct llama *m = t->m;
+	t->skip = malloc(sizeof(*t->skip) * ((size_t)m->n_specs + 1));
+	if (!t->skip) return errf(err, "train: out of memory");
+	for (int i = 0; i < m->n_specs && m->tp_rank; i++) {
+		const struct param_spec *s = &m->specs[i];
+		if (s->shard != SHARD_REPLICATED) continue;
+		struct decay_range *last = t->nskip ? &t->skip[t->nskip - 1] : NULL;
+		if (last && last->off + last->len == s->offset) last->len += s->numel;
+		else t->skip[t->nskip++] = (struct decay_range){s->offset, s->numel};
+	}
+	return 0;
+}
+
 int train_create(struct ctx *x, const struct model *mc, const struct train_opts *o,
 		 const struct data *d, struct trainer **out, char *err)
 {
@@ -348,6 +366,9 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 	int rc = -1;
 	if (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1) {
 		if (setup_par(t, mc, &lo, err)) goto out;
+		if (t->stage > 0 && (build_units(t, err) || build_skip(t, err) ||
+		                     (t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err))))
+			goto out;
 		if (t->a) t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
 		goto ready;
 	}
@@ -390,6 +411,7 @@ void train_destroy(struct trainer *t)
 	free(t->mtok);
 	free(t->mtgt);
 	free(t->stage_l0);
+	free(t->skip);
 	free(t->bound);
 	free(t->decay);
 	free(t->rebased);
@@ -418,9 +440,25 @@ static void load_batch(struct trainer *t, int j)
 }
 
 /* Marks unit u's gradients ready when this backward feeds the reduction. */
+/* Sequence parallelism leaves the norms' gradients of unit u (in g, which starts at the
+ * unit's first element) as per-TP-rank partial sums: add them up before they are reduced. */
+static int sp_finish_unit(struct trainer *t, int u, float *g, char *err)
+{
+	const struct llama *m = t->m;
+	if (!m->sp) return 0;
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		if (!s->seq_partial || s->offset < t->bound[u] || s->offset >= t->bound[u + 1]) continue;
+		float *x = g + (s->offset - t->bound[u]);
+		if (comm_allreduce(m->tp, x, x, s->numel, COMM_F32, err)) return -1;
+	}
+	return 0;
+}
+
 static int ready(struct trainer *t, int reduce, int u, char *err)
 {
 	if (!reduce) return 0;
+	if (sp_finish_unit(t, u, t->m->grads + t->bound[u], err)) return -1;
 	if (zero_grad_ready(t->z, t->bound[u], t->bound[u + 1] - t->bound[u], err)) return -1;
 	if (t->rs_start_s < 0 && dp_started(zero_dp(t->z)) > 0) t->rs_start_s = now_s();
 	return 0;
@@ -430,7 +468,7 @@ static int microbatch_zero012(struct trainer *t, int j, float dloss, int reduce,
 {
 	struct llama *m = t->m;
 	double s = now_s();
-	*loss = llama_forward(m, t->a, t->tokens, t->targets);
+	*loss = llama_forward(m, t->a, t->tok, t->tgt);
 	double e = now_s();
 	record(t, EV_F, EV_COMPUTE, s, e, j, 0, t->L);
 	llama_head_backward(m, t->a, dloss);
@@ -440,6 +478,7 @@ static int microbatch_zero012(struct trainer *t, int j, float dloss, int reduce,
 		if (ready(t, reduce, 1 + l, err)) return -1;
 	}
 	llama_embed_backward(m, t->a);
+	if (t->a->failed) return errf(err, "train: %s", t->a->err);
 	if (ready(t, reduce, 0, err)) return -1;
 	record(t, EV_BW, EV_COMPUTE, e, now_s(), j, 0, t->L);
 	return 0;
@@ -477,7 +516,7 @@ static int microbatch_zero3(struct trainer *t, int j, float dloss, double *loss,
 	double s = now_s();
 	if (gather(t, 0, +1, &w, err)) return -1;
 	v = view_of(t, 0, w, NULL);
-	llama_embed_forward(&v, t->a, t->tokens);
+	llama_embed_forward(&v, t->a, t->tok);
 	zero3_release(t->z3, 0);
 	for (int l = 0; l < L; l++) {
 		if (gather(t, 1 + l, +1, &w, err)) return -1;
@@ -487,7 +526,7 @@ static int microbatch_zero3(struct trainer *t, int j, float dloss, double *loss,
 	}
 	if (gather(t, head, -1, &w, err)) return -1;
 	v = view_of(t, head, w, NULL);
-	*loss = llama_head_forward(&v, t->a, t->targets) + llama_aux_loss(&v, t->a, 0, L);
+	*loss = llama_head_forward(&v, t->a, t->tgt) + llama_aux_loss(&v, t->a, 0, L);
 	double e = now_s();
 	record(t, EV_F, EV_COMPUTE, s, e, j, 0, L);
 	for (int u = head; u >= 0; u--) {
@@ -500,19 +539,30 @@ static int microbatch_zero3(struct trainer *t, int j, float dloss, double *loss,
 		else if (u > 0) llama_layers_backward(&v, t->a, u - 1, u);
 		else llama_embed_backward(&v, t->a);
 		zero3_release(t->z3, u);
-		if (zero3_reduce(t->z3, u, err)) return -1;
+		if (t->a->failed) return errf(err, "train: %s", t->a->err);
+		if (sp_finish_unit(t, u, g, err) || zero3_reduce(t->z3, u, err)) return -1;
 		note_peak(t);
 	}
 	record(t, EV_BW, EV_COMPUTE, e, now_s(), j, 0, L);
 	return 0;
 }
 
+static int load_par(struct trainer *t, int j, int *tok, int *tgt, char *err);
+
 /* Forward and backward of micro-batch j, its gradient added into this rank's accumulator:
  * the one place a tensor- or pipeline-parallel executor replaces. `reduce` says whether this
  * backward feeds a data-parallel reduction (stages 0-2 mark gradients ready as they go). */
 static int run_microbatch(struct trainer *t, int j, float dloss, int reduce, double *loss, char *err)
 {
-	load_batch(t, j);
+	if (t->par) {
+		if (load_par(t, j, t->mtok, t->mtgt, err)) return -1;
+		t->tok = t->mtok;
+		t->tgt = t->mtgt;
+	} else {
+		load_batch(t, j);
+		t->tok = t->tokens;
+		t->tgt = t->targets;
+	}
 	if (t->z3) return microbatch_zero3(t, j, dloss, loss, err);
 	return microbatch_zero012(t, j, dloss, reduce, loss, err);
 }
@@ -531,7 +581,9 @@ static int finish_reduce(struct trainer *t, char *err)
 
 static int accumulate(struct trainer *t, double *loss_sum, char *err)
 {
-	const float dloss = 1.0f / (float)t->micro;
+	/* the reduction averages over dp*cp, but CP ranks' gradients are shares of one
+	 * sequence's gradient that must add up: scale by cp (exact for powers of two) */
+	const float dloss = (float)t->x->plan.cp / (float)t->micro;
 	if (t->z) llama_zero_grad(t->m);
 	for (int j = 0; j < t->micro; j++) {
 		/* stage 2 reduces every micro-batch; 0 and 1 only the last one's backward */
@@ -659,20 +711,23 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 	const struct plan *p = &t->x->plan;
 	struct comm *dpg = ctx_comm(t->x, GROUP_DPCP);
 	double t_start = now_s(), loss_sum = 0, norm = 0;
-	if (t->par) {
+	if (t->par && !t->z && !t->z3) {
 		if (step_par(t, &loss_sum, &norm, err)) return -1;
 		goto done;
 	}
 	if (accumulate(t, &loss_sum, err)) return -1;
 	double s = now_s();
 	float max_norm = t->o.opt.max_grad_norm;
+	struct comm *mp[1] = {ctx_comm(t->x, GROUP_TP)};
+	int nmp = t->par ? 1 : 0;
 	if (t->z3) {
 		/* clipping first waits for the unit reduce-scatters still in flight */
-		if (zero3_clip_grad_norm(t->z3, NULL, 0, max_norm, &norm, err)) return -1;
+		if (zero3_clip_grad_norm_skip(t->z3, t->skip, t->nskip, mp, nmp, max_norm, &norm, err)) return -1;
 		record(t, EV_REDUCE_SCATTER, EV_COMM, s, now_s(), -1, -1, -1);
 		s = now_s();
 	}
-	if (t->z ? zero_clip_grad_norm(t->z, NULL, 0, max_norm, &norm, err) || zero_step(t->z, t->m->params, err)
+	if (t->z ? zero_clip_grad_norm_skip(t->z, t->skip, t->nskip, mp, nmp, max_norm, &norm, err) ||
+			   zero_step(t->z, t->m->params, err)
 		 : zero3_step(t->z3, err))
 		return -1;
 	double e = now_s();
@@ -709,6 +764,20 @@ done:
 
 int train_full_params(struct trainer *t, float *full, char *err)
 {
+	if (t->par && t->z3) {
+		float *local = malloc(sizeof(float) * (t->m->n_params + 1));
+		if (!local) return errf(err, "train: out of memory");
+		int rc = 0;
+		for (int u = 0; u < t->nunits && !rc; u++) {
+			const float *w;
+			rc = zero3_gather(t->z3, u, 0, &w, err);
+			if (!rc) memcpy(local + t->bound[u], w, (t->bound[u + 1] - t->bound[u]) * sizeof(float));
+			zero3_release(t->z3, u);
+		}
+		if (!rc) rc = llama_gather_full(t->m, local, full, NULL, 0, err);
+		free(local);
+		return rc;
+	}
 	if (t->par) {
 		/* copy 0 of every pipeline rank holds each stage once (DualPipe's copy 1 repeats
 		 * a partner's); TP and EP pieces are summed in by llama_gather_full */
@@ -730,7 +799,7 @@ int train_full_params(struct trainer *t, float *full, char *err)
 
 int train_state(struct trainer *t, struct train_state *s)
 {
-	if (t->par) {
+	if (t->par && !t->z && !t->z3) {
 		size_t n = t->m->n_params + (t->ncopies == 2 ? t->copy[1]->n_params : 0);
 		*s = (struct train_state){t->m->params, n, t->m->m, t->m->v, n, &t->m->step, &t->steps};
 		return 0;

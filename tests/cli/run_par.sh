@@ -66,6 +66,10 @@ same tp2-cp2-pp2 tiny 8 --tp 2 --cp 2 --pp 2 --sp --schedule interleaved --vpp 2
 same tp2-cp2-dualpipev tiny 8 --tp 2 --cp 2 --pp 2 --schedule dualpipev
 # ep lives inside dp*cp: 8 ranks are dp 4 (2 expert groups of ep 2) x pp 2
 same dp4-ep2-pp2 moe 8 --dp 4 --ep 2 --pp 2 --schedule 1f1b
+# ZeRO on the dp*cp group with tensor and context parallelism
+same tp2-sp-zero1 tiny 2 --tp 2 --sp --zero 1
+same cp2-zero2 tiny 2 --cp 2 --zero 2
+same dp2-tp2-cp2-zero3 tiny 8 --dp 2 --tp 2 --cp 2 --sp --zero 3
 # the comparison can fail: weights after 2 steps are not those after 3
 expect_rc 0 $MPI -np 2 "$SP" run --model tiny $BATCH --tp 2 --sp --steps 2 --dump-weights "$TMP/w.short"
 close_weights "$TMP/w.short" "$TMP/ref.tiny" && bad "tp 2: weights after 2 steps pass as those after 3" || ok
@@ -92,15 +96,30 @@ expect_rc 0 $MPI -np 4 "$SP" run $P4 --steps 3 --json --resume "$TMP/ck"
 [ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/full" | tail -n 2 | tr '\n' ' ')" ] && ok ||
 	bad "tp2 pp2 resume: $(losses "$TMP/out" | tr '\n' ' ') are not steps 2-3 of $(losses "$TMP/full" | tr '\n' ' ')"
 
+# DualPipe keeps two model copies per rank: both are in the checkpoint
+D2="--model tiny $BATCH --gpus 2 --pp 2 --schedule dualpipe"
+expect_rc 0 $MPI -np 2 "$SP" run $D2 --steps 3 --json
+cp "$TMP/out" "$TMP/full"
+expect_rc 0 $MPI -np 2 "$SP" run $D2 --steps 2 --save "$TMP/ckd"
+expect_rc 0 $MPI -np 2 "$SP" run $D2 --steps 3 --json --resume "$TMP/ckd"
+[ "$(losses "$TMP/out")" = "$(losses "$TMP/full" | tail -n 1)" ] && ok ||
+	bad "dualpipe resume: $(losses "$TMP/out" | tr '\n' ' ') is not step 3 of $(losses "$TMP/full" | tr '\n' ' ')"
+
 # --- plans that do not fit ---------------------------------------------------------------------
 expect_rc 2 $MPI -np 2 "$SP" run --model tiny $BATCH --gpus 2 --tp 3 --steps 1
-one_msg 'tp'
+one_msg 'tp\*pp\*cp \(3\) does not divide gpus \(2\)'
+expect_rc 2 $MPI -np 4 "$SP" run --model tiny $BATCH --gpus 4 --tp 4 --steps 1
+one_msg "tp \\(4\\) must divide the model's heads \\(4\\) and kv_heads \\(2\\)"
+expect_rc 2 $MPI -np 8 "$SP" run --model tiny $BATCH --gpus 8 --pp 8 --steps 1
+one_msg 'pp\*chunks \(8\) exceeds num_hidden_layers \(4\)'
 expect_rc 2 $MPI -np 2 "$SP" run --model tiny $BATCH --gpus 4 --tp 2 --pp 2 --steps 1
 one_msg 'the plan needs 4 ranks'
 expect_rc 2 $MPI -np 2 "$SP" run --model tiny $BATCH --gpus 2 --tp 2 --vpp 3 --steps 1
 [ "$(grep -c '^scaleplan' "$TMP/err")" -ge 1 ] && ok || bad "vpp without pp: no message"
 expect_rc 2 $MPI -np 2 "$SP" run --model tiny --seq 6 --gbs 8 --mbs 2 --gpus 2 --cp 2 --steps 1
-one_msg 'cp'
+one_msg '2\*cp \(4\) does not divide seq \(6\)'
 expect_rc 2 $MPI -np 2 "$SP" run --model tiny $BATCH --gpus 2 --ep 2 --steps 1
-one_msg 'ep'
+one_msg 'ep \(2\) must be 1 for a dense model'
+expect_rc 2 $MPI -np 2 "$SP" run --model tiny $BATCH --gpus 2 --pp 2 --zero 1 --steps 1
+one_msg 'not yet supported by the runtime: zero 1 with pp or ep'
 summary
