@@ -68,9 +68,13 @@ int train_supported(const struct plan *p, const struct model *m, char *err)
 	if (p->zero < 0 || p->zero > 3) return errf(err, "plan: zero (%d) must be 0..3", p->zero);
 	if (p->zero == 3 && m->tied)
 		return errf(err, "%s: zero 3 with tied embeddings (tie_word_embeddings)", what);
-	if (p->zero != 0 && (p->pp > 1 || p->ep > 1))
-		return errf(err, "%s: zero %d with pp or ep > 1 (pipeline and expert-parallel plans run with --zero 0)",
-		            what, p->zero);
+	if (p->zero != 0 && p->ep > 1)
+		return errf(err, "%s: zero %d with ep %d (expert-parallel plans run with --zero 0)", what, p->zero, p->ep);
+	if (p->zero == 3 && p->pp > 1)
+		return errf(err, "%s: zero 3 with pp %d (pipeline plans run with --zero 0-2)", what, p->pp);
+	if (p->zero != 0 && p->pp > 1 && (p->schedule == SCHED_DUALPIPE))
+		return errf(err, "%s: zero %d with the dualpipe schedule (two model copies; use --zero 0)", what,
+		            p->zero);
 	if (p->mbs < 1 || p->seq < 1 || p->dp < 1 || p->gbs % (p->dp * p->mbs))
 		return errf(err, "plan: gbs (%d) must be a multiple of dp*mbs (%d*%d)", p->gbs, p->dp, p->mbs);
 	if (p->tp > 1 && (m->heads % p->tp || m->kv_heads % p->tp))
@@ -140,6 +144,8 @@ static double peak_rss_bytes(void)
 
 /* ---- creation ----------------------------------------------------------------------- */
 
+static int build_decay(struct trainer *t, char *err);
+
 static int build_units(struct trainer *t, char *err)
 {
 	const struct llama *m = t->m;
@@ -155,7 +161,13 @@ static int build_units(struct trainer *t, char *err)
 		if (t->bound[u] >= t->bound[u + 1] || (u == 0 && m->embed != 0))
 			return errf(err, "train: model %s's tensors are not laid out embed, layers, head",
 				    m->cfg.name);
-	/* decay ranges: runs of adjacent decayed tensors */
+	return build_decay(t, err);
+}
+
+/* Decay ranges: runs of adjacent decayed tensors. */
+static int build_decay(struct trainer *t, char *err)
+{
+	const struct llama *m = t->m;
 	t->decay = malloc(sizeof(*t->decay) * (size_t)m->n_specs);
 	if (!t->decay) return errf(err, "train: out of memory");
 	for (int i = 0; i < m->n_specs; i++) {
@@ -329,15 +341,17 @@ static int setup_par(struct trainer *t, const struct model *mc, const struct lla
 	return 0;
 }
 
-/* The norm counts a TP-replicated tensor on TP rank 0 only. */
+/* The norm counts a TP-replicated tensor on TP rank 0 only, a tied embedding on stage 0. */
 static int build_skip(struct trainer *t, char *err)
 {
 	const struct llama *m = t->m;
 	t->skip = malloc(sizeof(*t->skip) * ((size_t)m->n_specs + 1));
 	if (!t->skip) return errf(err, "train: out of memory");
-	for (int i = 0; i < m->n_specs && m->tp_rank; i++) {
+	for (int i = 0; i < m->n_specs; i++) {
 		const struct param_spec *s = &m->specs[i];
-		if (s->shard != SHARD_REPLICATED) continue;
+		/* a last stage's tied embedding is counted where stage 0 lives */
+		int skip = (s->shard == SHARD_REPLICATED && m->tp_rank) || (s->offset == m->embed && !m->has_embed);
+		if (!skip) continue;
 		struct decay_range *last = t->nskip ? &t->skip[t->nskip - 1] : NULL;
 		if (last && last->off + last->len == s->offset) last->len += s->numel;
 		else t->skip[t->nskip++] = (struct decay_range){s->offset, s->numel};
@@ -366,7 +380,7 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 	int rc = -1;
 	if (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1) {
 		if (setup_par(t, mc, &lo, err)) goto out;
-		if (t->stage > 0 && (build_units(t, err) || build_skip(t, err) ||
+		if (t->stage > 0 && ((t->pp ? build_decay(t, err) : build_units(t, err)) || build_skip(t, err) ||
 		                     (t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err))))
 			goto out;
 		if (t->a) t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
@@ -649,6 +663,35 @@ static int reduce_par(struct trainer *t, struct llama *m, char *err)
 	return 0;
 }
 
+/* Pipeline with ZeRO 1/2: the executor leaves the step's whole gradient (all micro-batches)
+ * on each rank, so one reduce-scatter per step over dp*cp (stage 2 behaves as stage 1 here),
+ * clipping over dp*cp, tp and pp counting each tensor once, AdamW on the shard, all-gather. */
+static int finish_pp_zero(struct trainer *t, double *norm, char *err)
+{
+	struct llama *m = t->m;
+	const int cp = t->x->plan.cp;
+	if (llama_grads_finish(m, err)) return -1;
+	if (cp > 1) /* the reduction averages over dp*cp; CP shares must add up (see accumulate) */
+		for (size_t i = 0; i < m->n_params; i++) m->grads[i] *= (float)cp;
+	double s = now_s();
+	if (zero_reduce_begin(t->z, m->grads, 0, err) || zero_grad_ready(t->z, 0, m->n_params, err) ||
+	    zero_reduce_finish(t->z, err))
+		return -1;
+	record(t, EV_REDUCE_SCATTER, EV_COMM, s, now_s(), -1, -1, -1);
+	s = now_s();
+	struct comm *mp[2] = {ctx_comm(t->x, GROUP_TP), ctx_comm(t->x, GROUP_PP)};
+	if (zero_clip_grad_norm_skip(t->z, t->skip, t->nskip, mp, 2, t->o.opt.max_grad_norm, norm, err) ||
+	    zero_step(t->z, m->params, err))
+		return -1;
+	double gs, ge;
+	zero_last_gather(t->z, &gs, &ge);
+	record(t, EV_ALLGATHER, EV_COMM, gs, ge, -1, -1, -1);
+	size_t before = t->nev;
+	record(t, EV_OPT, EV_COMPUTE, s, now_s(), -1, -1, -1);
+	if (t->nev > before) t->ev[t->nev - 1].stage = comm_rank(ctx_comm(t->x, GROUP_PP));
+	return 0;
+}
+
 static int step_par(struct trainer *t, double *loss_sum, double *norm, char *err)
 {
 	const struct plan *p = &t->x->plan;
@@ -687,6 +730,7 @@ static int step_par(struct trainer *t, double *loss_sum, double *norm, char *err
 			*loss_sum += l;
 		}
 	}
+	if (t->z) return finish_pp_zero(t, norm, err);
 	double s = now_s();
 	for (int c = 0; c < t->ncopies; c++)
 		if (llama_grads_finish(t->copy[c], err) || reduce_par(t, t->copy[c], err)) return -1;
@@ -711,7 +755,7 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 	const struct plan *p = &t->x->plan;
 	struct comm *dpg = ctx_comm(t->x, GROUP_DPCP);
 	double t_start = now_s(), loss_sum = 0, norm = 0;
-	if (t->par && !t->z && !t->z3) {
+	if (t->par && (t->pp || (!t->z && !t->z3))) {
 		if (step_par(t, &loss_sum, &norm, err)) return -1;
 		goto done;
 	}

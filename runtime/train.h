@@ -11,9 +11,10 @@
  * its experts, its pipeline chunks' layers); pp > 1 runs the plan's schedule through the
  * pipeline executor (runtime/pp.h). Dense gradients are summed over dp*cp and routed experts
  * over the expert-DP group, divided by dp (CP ranks hold shares of one sequence's gradient);
- * the norm counts each tensor once over tp, pp, ep. ZeRO 1-3 run with tp and cp (pp = ep = 1);
- * pipeline and expert-parallel plans run at ZeRO 0. Recompute is accepted; every activation
- * is kept (numerics are those of no recompute).
+ * the norm counts each tensor once over tp, pp, ep. ZeRO 1-3 run with tp and cp, ZeRO 1-2
+ * also with pp (one reduce-scatter after the schedule, so 2 behaves as 1; not DualPipe);
+ * expert-parallel plans run at ZeRO 0. Recompute is accepted; every activation is kept
+ * (numerics are those of no recompute).
  *
  * Ownership: the trainer borrows the context and the data source (both must outlive it) and
  * owns everything else. Every call marked "collective" must be made by every rank of the
