@@ -116,6 +116,8 @@ int pp_act_sets(const struct pp *p);              /* activation sets in the pool
 /* Message buffers (B*T*hidden floats each) allocated so far: at most the receives posted
  * ahead plus the sends not yet matched by their receiver. */
 int pp_msg_buffers(const struct pp *p);
+/* Bytes of the activation sets and the message buffers allocated so far. */
+double pp_act_bytes(const struct pp *p);
 int pp_copies(const struct pp *p);                /* model copies (2 for DualPipe) */
 /* 1 when this rank holds tensor `spec` of copy `copy` (see the invariant above). */
 int pp_holds(const struct pp *p, int copy, int spec);

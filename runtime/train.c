@@ -129,6 +129,7 @@ void train_clear_events(struct trainer *t) { t->nev = 0; }
 static void note_peak(struct trainer *t)
 {
 	double b = t->static_bytes;
+	if (t->pp) b += pp_act_bytes(t->pp);
 	if (t->z3) b += 4.0 * (double)zero3_peak_live(t->z3);
 	if (b > t->peak_bytes) t->peak_bytes = b;
 }
