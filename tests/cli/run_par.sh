@@ -4,10 +4,10 @@
 # the first 3 losses agree within 1e-5 relative and the final weights (--dump-weights, the
 # single-rank layout gathered over tp, pp and ep) within 1e-5 of their largest magnitude.
 # Tiny configs (tiny: 4 layers; an 8-layer copy for pp 4 with 2 chunks each; a tied-embedding
-# copy; tiny-moe), seq 16, gbs 8, mbs 2, 3 steps. ZeRO 1-3 with tp and cp, 1-2 with pp. Also: a pipeline
-# trace read back by `sim --engine event --op-times`, resume bit for bit for a tp 2 x pp 2 plan
-# and a DualPipe one (two model copies per rank), and plans that do not fit the world or the
-# model (one message, exit 2).
+# copy; tiny-moe), seq 16, gbs 8, mbs 2, 3 steps; ZeRO 1-3 with tp and cp, 1-2 with pp. Also:
+# a pipeline trace read back by `sim --engine event --op-times`; resume bit for bit for a
+# tp 2 x pp 2 plan, a DualPipe one (two model copies per rank) and a tp 2 x cp 2 ZeRO-3 one;
+# plans that do not fit the world or the model (one message, exit 2).
 . "$(dirname "$0")/lib.sh"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"   # see mpi_comm.sh
@@ -117,6 +117,15 @@ expect_rc 0 $MPI -np 2 "$SP" run $D2 --steps 2 --save "$TMP/ckd"
 expect_rc 0 $MPI -np 2 "$SP" run $D2 --steps 3 --json --resume "$TMP/ckd"
 [ "$(losses "$TMP/out")" = "$(losses "$TMP/full" | tail -n 1)" ] && ok ||
 	bad "dualpipe resume: $(losses "$TMP/out" | tr '\n' ' ') is not step 3 of $(losses "$TMP/full" | tr '\n' ' ')"
+
+# ZeRO-3 shards of TP slices with CP
+Z3="--model tiny $BATCH --gpus 4 --tp 2 --cp 2 --zero 3"
+expect_rc 0 $MPI -np 4 "$SP" run $Z3 --steps 3 --json
+cp "$TMP/out" "$TMP/full"
+expect_rc 0 $MPI -np 4 "$SP" run $Z3 --steps 1 --save "$TMP/ckz"
+expect_rc 0 $MPI -np 4 "$SP" run $Z3 --steps 3 --json --resume "$TMP/ckz"
+[ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/full" | tail -n 2 | tr '\n' ' ')" ] && ok ||
+	bad "tp2 cp2 zero3 resume: $(losses "$TMP/out" | tr '\n' ' ') are not steps 2-3 of $(losses "$TMP/full" | tr '\n' ' ')"
 
 # --- plans that do not fit ---------------------------------------------------------------------
 expect_rc 2 $MPI -np 2 "$SP" run --model tiny $BATCH --gpus 2 --tp 3 --steps 1
