@@ -4,7 +4,14 @@
  * embedding, unit 1+l decoder layer l, the last unit the final norm and LM head
  * (model.c lays tensors out in exactly this order). ZeRO 0-2 mark a unit's gradients ready as
  * soon as its backward is done; ZeRO-3 shards by these units and runs each layer on a view
- * of the model whose offsets are rebased into the gathered unit. */
+ * of the model whose offsets are rebased into the gathered unit.
+ *
+ * Model-parallel plans run on this rank's shard (llama_create_par), whose flat buffer keeps
+ * the same order over the tensors it holds, so the units above are this rank's tensors per
+ * layer. With pp > 1 the pipeline executor (runtime/pp.h) owns the shard's copies and runs
+ * the step's schedule; ZeRO 0 then reduces per tensor (dense over dp*cp, routed experts over
+ * expert-DP) after it, ZeRO 1/2 reduce-scatter the whole buffer once. Sequence parallelism's
+ * norm gradients are summed over TP per unit before a unit is reduced. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>

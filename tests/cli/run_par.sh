@@ -73,6 +73,8 @@ same tp2-cp2-pp2 tiny 8 --tp 2 --cp 2 --pp 2 --sp --schedule interleaved --vpp 2
 same tp2-cp2-dualpipev tiny 8 --tp 2 --cp 2 --pp 2 --schedule dualpipev
 # ep lives inside dp*cp: 8 ranks are dp 4 (2 expert groups of ep 2) x pp 2
 same dp4-ep2-pp2 moe 8 --dp 4 --ep 2 --pp 2 --schedule 1f1b
+same dp2-cp2-ep2-pp2 moe 8 --dp 2 --cp 2 --ep 2 --pp 2 --schedule zb-h1
+same moe-tp2-cp2-zero3 moe 4 --tp 2 --cp 2 --sp --zero 3
 # a tied embedding lives on the first and the last stage (both of them on one rank for V shapes)
 same tied-dualpipe tied 2 --pp 2 --schedule dualpipe
 same tied-tp2-zb-v tied 4 --tp 2 --sp --pp 2 --schedule zb-v
