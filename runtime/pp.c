@@ -456,7 +456,7 @@ const struct sched *pp_sched(const struct pp *p) { return p->s; }
 
 int pp_holds(const struct pp *p, int copy, int spec)
 {
-	if (copy < 0 || copy >= p->ncopies || spec < 0 || spec >= p->models[0]->n_specs) return 0;
+	if (copy < 0 || copy >= p->ncopies || spec < 0 || spec >= p->models[copy]->n_specs) return 0;
 	return p->hold[copy][spec] & HOLD;
 }
 
