@@ -54,9 +54,19 @@ int cli_load_plan(const char *verb, struct plan *p, struct model *m, struct hw *
 	char err[ERR_LEN];
 	if (!p->model[0]) { cli_error(verb, "--model is required"); return EXIT_BADINPUT; }
 	if (!p->gpu[0]) { cli_error(verb, "--gpu is required"); return EXIT_BADINPUT; }
+	int split_given = p->nstage_layers > 0;
 	if (model_load(p->model, m, err) || hw_load(p->gpu, h, err) ||
 	    plan_resolve(p, m, h, err) || plan_validate(p, m, h, err)) {
 		cli_error(verb, "%s", err);
+		return EXIT_BADINPUT;
+	}
+	/* Megatron-LM asserts this for the interleaved schedule unless the split is spelled out;
+	 * a user who wants uneven chunks gives stage_layers (the tuner and validate, which
+	 * reproduce runs that used explicit splits, take the balanced default) */
+	int n = plan_stages(p);
+	if (p->schedule == SCHED_INTERLEAVED && !split_given && m->layers % n) {
+		cli_error(verb, "plan: pp*vpp (%d) does not divide num_hidden_layers (%d) (interleaved schedule; give stage_layers for an uneven split)",
+			  n, m->layers);
 		return EXIT_BADINPUT;
 	}
 	return EXIT_OK;

@@ -119,6 +119,10 @@ static int build_request(const struct tune_args *a, struct search_req *rq, struc
 			cli_error("tune", "--gbs-tokens %.0f is not a multiple of --seq %ld", a->gbs_tokens, a->seq);
 			return EXIT_BADINPUT;
 		}
+		if (s > (double)(1 << 26)) {
+			cli_error("tune", "--gbs-tokens %.0f is %.0f sequences of %ld, more than %d", a->gbs_tokens, s, a->seq, 1 << 26);
+			return EXIT_BADINPUT;
+		}
 		if (a->gbs && a->gbs != (long)s) { cli_error("tune", "--gbs and --gbs-tokens disagree"); return EXIT_BADINPUT; }
 		rq->gbs = (int)s;
 	}

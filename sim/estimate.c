@@ -111,6 +111,15 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	double ctx = p->seq / 2.0;
 	double attn_flops = 2.0 * m->heads / t * T * ctx * (m->head_dim + (m->kv_lora_rank ? m->v_head_dim : m->head_dim));
 	double peak_attn = h->peak_bf16_flops * h->attn_eff;
+	if (p->cp > 1) {
+		/* ring attention runs the flash kernel once per ring step on a K/V block of
+		 * s/(2·cp) tokens (zig-zag halves) instead of once over the whole sequence; flash
+		 * attention's throughput falls with the key length (FlashAttention-2 §4.1, Fig. 4:
+		 * 512 → 16k tokens) like the GEMM tile curve, so the profile's half-efficiency size
+		 * scales attn_eff relative to the unsplit sequence */
+		double nh = h->gemm_half_dim, blk = p->seq / (2.0 * p->cp), full = p->seq;
+		peak_attn *= (blk / (blk + nh)) / (full / (full + nh));
+	}
 	double a_f = attn_flops / peak_attn;
 	double a_b = 2.5 * a_f; /* flash backward: 5 GEMMs of the forward's 2 [FlashAttention-2 §3] */
 
@@ -150,15 +159,33 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	/* --- CP ring attention: c−1 K/V chunks pass each rank in forward, K,V + dK,dV in
 	 * backward, overlapped with the blockwise attention [PICO cp; model.md §3.2] */
 	if (p->cp > 1) {
-		double kv = E * 2 * T * kvd_t;
-		double tf = (p->cp - 1) * coll_time(h, COLL_SENDRECV, kv, 2, c->cp_nodes);
-		lc->cp_f = fmax(0, tf - a_f * (p->cp - 1) / p->cp);
-		lc->cp_b = fmax(0, 2 * tf - a_b * (p->cp - 1) / p->cp);
+		/* every ring step waits on its P2P exchange before the next block's attention may
+		 * start [Ring Attention (Liu et al. 2023) §3, Alg. 1; PyTorch _templated_ring_attention
+		 * waits per rotation]: the fixed cost of each of the c−1 steps (launch, handshake) is
+		 * exposed in forward and again in backward; only the transfer hides behind the block */
+		double kv = E * 2 * T * kvd_t, steps = p->cp - 1;
+		double lat = c->cp_nodes > 1 ? h->inter_lat_s : h->intra_lat_s;
+		double xfer = coll_time(h, COLL_SENDRECV, kv, 2, c->cp_nodes) - lat;
+		lc->cp_f = steps * lat + fmax(0, steps * xfer - a_f * steps / p->cp);
+		lc->cp_b = steps * lat + fmax(0, 2 * steps * xfer - a_b * steps / p->cp);
 	}
 	/* --- EP: all-to-all dispatch and combine, twice each way [model.md §3.2] */
 	if (moe && p->ep > 1) {
-		double S = E * T * m->moe_topk * H / (p->sp && p->tp > 1 ? t : 1);
-		double a2a = coll_time(h, COLL_ALLTOALL, S, p->ep, c->ep_nodes);
+		double tok = E * T * H / (p->sp && p->tp > 1 ? t : 1); /* one copy of the tokens */
+		double a2a;
+		if (c->ep_nodes > 1) {
+			/* hierarchical dispatch: a token crosses the NIC tier once per distinct remote
+			 * node among its top-k experts and fans out to the experts there over NVLink
+			 * (DeepEP internode kernels; DeepSeek-V3 §3.2.2). With balanced routing over
+			 * k nodes a token reaches (k−1)(1 − (1 − 1/k)^topk) remote nodes, against
+			 * topk·(k−1)/k remote copies for a flat all-to-all. */
+			double kn = c->ep_nodes, topk = m->moe_topk;
+			double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
+			a2a = h->inter_lat_s + tok * (remote / (h->inter_bw_bps * h->comm_eff) +
+						     topk / kn / (h->intra_bw_bps * h->comm_eff));
+		} else {
+			a2a = coll_time(h, COLL_ALLTOALL, tok * m->moe_topk, p->ep, 1);
+		}
 		double expose = (p->schedule == SCHED_DUALPIPE || p->schedule == SCHED_DUALPIPEV) ? 0.1 : 1.0;
 		lc->ep_f = 2 * a2a * expose;
 		lc->ep_b = 2 * a2a * expose;
@@ -261,8 +288,12 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		int first = 0;
 		for (int s = 0; s < st[i]; s++) first += p->stage_layers[s];
 		int n = p->stage_layers[st[i]];
+		/* MoE blocks are the layers from moe_dense_layers on */
 		int n_moe = 0;
-		for (int l = first; l < first + n; l++) n_moe += model_layer_is_moe(m, l);
+		if (model_is_moe(m)) {
+			int lo = first > m->moe_dense_layers ? first : m->moe_dense_layers;
+			n_moe = first + n > lo ? first + n - lo : 0;
+		}
 		int n_dense = n - n_moe;
 		int rc = p->recompute_layers < 0 || p->recompute_layers > n ? n : p->recompute_layers;
 		int rc_d = rc < n_dense ? rc : n_dense, rc_m = rc - rc_d;
@@ -384,8 +415,37 @@ static double pipeline_span(const struct plan *p, int mb, const struct rank_work
 	return span + *pp_exposed;
 }
 
+/* nodes spanned by the group of rank 0. A group along one dimension is a progression of
+ * stride s: with s >= gpus_per_node every member sits on its own node, and with s dividing
+ * gpus_per_node the group fills gpus_per_node/s slots per node (closed form, no sort); other
+ * cases ask the layout. */
+static int dim_nodes(const struct layout *l, int d)
+{
+	int n = l->size[d], s = l->stride[d], g = l->gpus_per_node;
+	if (n <= 1) return 1;
+	if (s >= g) return n;
+	if (g % s == 0) {
+		int per = g / s;
+		return (n + per - 1) / per;
+	}
+	return -1;
+}
+
 static int group_nodes(const struct layout *l, enum group_kind g)
 {
+	int d = g == GROUP_TP ? DIM_TP : g == GROUP_CP ? DIM_CP : g == GROUP_DP ? DIM_DP : g == GROUP_PP ? DIM_PP : -1;
+	/* the layout counts a composite group (DP×CP, EP, expert-DP) of more than 256 ranks as
+	 * one node per member; keep its answer there */
+	if (g == GROUP_DPCP && l->size[DIM_DP] * l->size[DIM_CP] <= 256) {
+		if (l->size[DIM_CP] == 1) d = DIM_DP;
+		if (l->size[DIM_DP] == 1) d = DIM_CP;
+	}
+	if (g == GROUP_EP && l->ep == 1) return 1;
+	if (g == GROUP_DPCP && l->size[DIM_DP] * l->size[DIM_CP] > 256) return l->size[DIM_DP] * l->size[DIM_CP];
+	if (d >= 0) {
+		int k = dim_nodes(l, d);
+		if (k > 0) return k;
+	}
 	return layout_group_nodes(l, g, 0);
 }
 
@@ -403,8 +463,8 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	c->cp_nodes = group_nodes(&l, GROUP_CP);
 	c->dpcp_nodes = group_nodes(&l, GROUP_DPCP);
 	c->ep_nodes = group_nodes(&l, GROUP_EP);
-	c->edp_nodes = group_nodes(&l, GROUP_EDP);
-	c->pp_cross = p->pp > 1 && layout_group_nodes(&l, GROUP_PP, 0) > 1;
+	c->edp_nodes = p->ep == 1 ? c->dpcp_nodes : group_nodes(&l, GROUP_EDP);
+	c->pp_cross = p->pp > 1 && group_nodes(&l, GROUP_PP) > 1;
 	c->dpcp = p->dp * p->cp;
 	c->edp = c->dpcp / p->ep;
 	return 0;
@@ -594,7 +654,15 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 	/* MFU against the dense bf16 peak, as Megatron and the Playbook report it [KOR §6.3] */
 	e->mfu = e->model_flops_per_step / (step * p->gpus * h->peak_bf16_flops);
 	e->hfu = e->hw_flops_per_step / (step * p->gpus * h->peak_bf16_flops);
-	e->capacity_bytes = h->hbm_bytes;
+	/* device memory the caching allocator cannot use, so max_memory_reserved never shows it:
+	 * the CUDA context, and NCCL's channel buffers, allocated per communicator on its first
+	 * collective, linear in the channel count and flat beyond two nodes [NVIDIA/nccl#986]
+	 * (1.6 GB for one all-reduce communicator, about 6 GB with three [NVIDIA/nccl#864];
+	 * 3.3 GB for one all-to-all communicator on 8×H100 [NVIDIA/nccl#1685]). A rank uses the
+	 * world communicator (loss, logging) and one per parallel group larger than one. */
+	e->nccl_comms = 1 + (p->tp > 1) + (p->pp > 1) + (p->cp > 1) + (p->dp > 1) + (p->ep > 1) + (p->ep > 1 && c.edp > 1);
+	e->nonpool_bytes = h->context_bytes + e->nccl_comms * h->nccl_comm_bytes;
+	e->capacity_bytes = h->hbm_bytes - e->nonpool_bytes;
 	e->fits = e->peak_mem_bytes <= e->capacity_bytes;
 	e->bubble_fraction = ideal_min > 0 ? fmax(0, span - pp_exposed - ideal_min) / ideal_min : 0;
 	double worst = -1;

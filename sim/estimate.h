@@ -49,7 +49,10 @@ struct estimate {
 	struct rank_est kind[EST_MAX_KINDS];
 	double step_time_s, tokens_per_step, tokens_per_s, tokens_per_s_per_gpu;
 	double model_flops_per_step, hw_flops_per_step, mfu, hfu;
-	double peak_mem_bytes, capacity_bytes;
+	double peak_mem_bytes;    /* allocator pool (torch max_memory_reserved), worst rank */
+	double capacity_bytes;    /* HBM less nonpool_bytes: what the pool may grow to */
+	double nonpool_bytes;     /* CUDA context + NCCL buffers, outside the pool */
+	int nccl_comms;           /* NCCL communicators one rank uses */
 	int fits;
 	double bubble_fraction;   /* Megatron convention: bubble / ideal compute, worst rank */
 	double exposed_comm_s;    /* worst rank, all dimensions */

@@ -36,8 +36,10 @@ void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 	ROW("peak", peak_bytes);
 	fprintf(f, "  %-21s", "micro-batches held");
 	for (int i = 0; i < e->nkinds; i++) fprintf(f, " %16.2f", e->kind[i].act_inflight);
-	fprintf(f, "\n  capacity %.2f GiB: %s (peak %.2f GiB, %+.2f GiB headroom)\n\n", e->capacity_bytes / GIB,
+	fprintf(f, "\n  capacity %.2f GiB: %s (peak %.2f GiB, %+.2f GiB headroom)\n", e->capacity_bytes / GIB,
 		e->fits ? "fits" : "DOES NOT FIT", e->peak_mem_bytes / GIB, (e->capacity_bytes - e->peak_mem_bytes) / GIB);
+	fprintf(f, "  (HBM less %.2f GiB outside the allocator: CUDA context and %d NCCL communicators)\n\n",
+		e->nonpool_bytes / GIB, e->nccl_comms);
 	fprintf(f, "time per step (s)      ");
 	for (int i = 0; i < e->nkinds; i++) fprintf(f, " %16s", e->kind[i].label);
 	fprintf(f, "\n");
@@ -70,9 +72,11 @@ void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f
 	plan_write_json(p, f);
 	fprintf(f, ",\"microbatches\":%d,\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"tokens_per_s_per_gpu\":%.9g,"
 		"\"mfu\":%.6g,\"hfu\":%.6g,\"model_flops_per_step\":%.9g,\"peak_mem_bytes\":%.0f,\"capacity_bytes\":%.0f,"
+		"\"nonpool_bytes\":%.0f,\"nccl_comms\":%d,"
 		"\"fits\":%s,\"bubble_fraction\":%.6g,\"exposed_comm_s\":%.9g,\"rank_kinds\":[",
 		e->m, e->step_time_s, e->tokens_per_s, e->tokens_per_s_per_gpu, e->mfu, e->hfu, e->model_flops_per_step,
-		e->peak_mem_bytes, e->capacity_bytes, e->fits ? "true" : "false", e->bubble_fraction, e->exposed_comm_s);
+		e->peak_mem_bytes, e->capacity_bytes, e->nonpool_bytes, e->nccl_comms, e->fits ? "true" : "false",
+		e->bubble_fraction, e->exposed_comm_s);
 	for (int i = 0; i < e->nkinds; i++) {
 		const struct rank_est *k = &e->kind[i];
 		fprintf(f, "%s{\"label\":\"%s\",\"stage\":%d,\"ranks\":%d,\"layers\":%d,\"params\":%.0f,"

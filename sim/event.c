@@ -110,15 +110,20 @@ static int build_tables(const struct hw *h, const struct plan *p, const struct m
 		int rank, chunk, rank2, chunk2;
 		sched_locate(s, 0, st, &rank, &chunk);
 		const struct rank_est *k = &e->kind[event_kind_of_rank(e, rank, p->pp)];
-		tb->t[T_F][st] = k->t_f / tdiv;
-		tb->t[T_B][st] = k->t_b / tdiv;
-		tb->t[T_W][st] = k->t_w / tdiv;
+		/* An explicit split gives stages of one rank kind different layer counts: their op
+		 * times and activations scale with the layers they hold (embedding and head stay
+		 * with the first and last kinds, which are their own kinds). */
+		double per_chunk = (double)k->layers / mdiv, scale = 1;
+		if (st < p->nstage_layers && per_chunk > 0) scale = p->stage_layers[st] / per_chunk;
+		tb->t[T_F][st] = k->t_f / tdiv * scale;
+		tb->t[T_B][st] = k->t_b / tdiv * scale;
+		tb->t[T_W][st] = k->t_w / tdiv * scale;
 		if (st + 1 < n) {
 			sched_locate(s, 0, st + 1, &rank2, &chunk2);
 			tb->t[T_P2P][st] = rank2 == rank ? 0 : k->t_p2p;
 		}
 		tb->layers[st] = st < p->nstage_layers ? p->stage_layers[st] : k->layers / mdiv;
-		tb->t[T_MB][st] = k->act_per_mb_bytes / mdiv;
+		tb->t[T_MB][st] = k->act_per_mb_bytes / mdiv * scale;
 		tb->t[T_MW][st] = tb->t[T_MB][st] * wr;
 		double red, ag;
 		dp_split(p, e->m, k->dp_comm_s / mdiv, &red, &ag);

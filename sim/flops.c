@@ -94,9 +94,15 @@ double attn_core_flops_fwd(const struct model *m, double ctx)
 
 double model_flops_per_token(const struct model *m, int seq, int causal)
 {
-	double f = 0;
-	for (int i = 0; i < m->layers; i++)
-		f += 3 * layer_matmul_flops_fwd(m, i) + 3 * attn_core_flops_fwd(m, causal ? seq / 2.0 : seq);
+	/* blocks come in two kinds (dense, MoE), so one of each times its count */
+	int n_moe = 0;
+	if (model_is_moe(m))
+		n_moe = m->layers > m->moe_dense_layers ? m->layers - m->moe_dense_layers : 0;
+	int n_dense = m->layers - n_moe;
+	double attn = 3 * attn_core_flops_fwd(m, causal ? seq / 2.0 : seq);
+	double f = m->layers * attn;
+	if (n_dense) f += n_dense * 3 * layer_matmul_flops_fwd(m, 0);
+	if (n_moe) f += n_moe * 3 * layer_matmul_flops_fwd(m, m->layers - 1);
 	f += 6.0 * m->vocab * m->hidden; /* LM head (tied or not, the logits GEMM runs) */
 	return f;
 }

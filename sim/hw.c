@@ -34,6 +34,8 @@ static const struct hw_field fields[] = {
 	{"comm_eff", HOFF(comm_eff), 1, 0.01, 1, 0},
 	{"overhead_gib", HOFF(overhead_bytes), 1073741824.0, 0, 1e3, 0},
 	{"frag_factor", HOFF(frag_factor), 1, 1, 3, 0},
+	{"context_gib", HOFF(context_bytes), 1073741824.0, 0, 1e3, 1},
+	{"nccl_comm_gib", HOFF(nccl_comm_bytes), 1073741824.0, 0, 1e3, 1},
 	{"step_overhead_ms", HOFF(step_overhead_s), 1e-3, 0, 1e5, 0},
 	{"kernel_overhead_us", HOFF(kernel_overhead_s), 1e-6, 0, 1e5, 0},
 };

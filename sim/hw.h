@@ -23,8 +23,10 @@ struct hw {
 	double attn_eff;          /* fraction of peak flash attention reaches */
 	double mem_eff;           /* fraction of HBM bandwidth element-wise kernels reach */
 	double comm_eff;          /* busbw derating when collectives share SMs with compute */
-	double overhead_bytes;    /* CUDA context + allocator reserve not available to tensors */
+	double overhead_bytes;    /* allocator reserve inside the pool not available to tensors */
 	double frag_factor;       /* allocator fragmentation multiplier on activations and buffers */
+	double context_bytes;     /* CUDA context and library handles, outside the allocator's pool */
+	double nccl_comm_bytes;   /* NCCL channel buffers per communicator a rank uses, outside the pool */
 	double step_overhead_s;   /* fixed per-step host/launch overhead */
 	double kernel_overhead_s; /* per-layer-op launch/synchronisation overhead */
 };

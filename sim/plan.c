@@ -325,17 +325,23 @@ int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char
 		if (n > PLAN_MAX_STAGES) return errf(err, "plan: more than %d pipeline stages", PLAN_MAX_STAGES);
 		if (n > m->layers)
 			return errf(err, "plan: pp*chunks (%d) exceeds num_hidden_layers (%d)", n, m->layers);
-		/* balanced contiguous split; the extra layers go to the middle stages, since the first
-		 * holds the embedding and the last the LM head (as Llama 3 does) */
-		int base = m->layers / n, extra = m->layers % n;
-		for (int i = 0; i < n; i++) p->stage_layers[i] = base;
-		for (int k = 0, i = n / 2; k < extra; k++) {
-			p->stage_layers[i]++;
-			i = (i + 1) % n;
-		}
-		p->nstage_layers = n;
+		plan_balanced_split(p, m->layers);
 	}
 	return 0;
+}
+
+void plan_balanced_split(struct plan *p, int layers)
+{
+	/* balanced contiguous split; the extra layers go to the middle stages, since the first
+	 * holds the embedding and the last the LM head (as Llama 3 does) */
+	int n = plan_stages(p);
+	int base = layers / n, extra = layers % n;
+	for (int i = 0; i < n; i++) p->stage_layers[i] = base;
+	for (int k = 0, i = n / 2; k < extra; k++) {
+		p->stage_layers[i]++;
+		i = (i + 1) % n;
+	}
+	p->nstage_layers = n;
 }
 
 int plan_validate(const struct plan *p, const struct model *m, const struct hw *h, char *err)

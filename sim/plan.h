@@ -70,6 +70,10 @@ char *plan_to_json(const struct plan *p);
  * and cluster. Fails with a message when the degrees cannot be resolved (gpus not divisible). */
 int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char *err);
 
+/* Fills stage_layers with the default split of `layers` over plan_stages(p) stages (at most
+ * PLAN_MAX_STAGES): equal shares, the remainder on the middle stages. */
+void plan_balanced_split(struct plan *p, int layers);
+
 /* Every divisibility and range rule; the message names the rule, e.g.
  * "plan: tp (16) does not divide num_attention_heads (40)". */
 int plan_validate(const struct plan *p, const struct model *m, const struct hw *h, char *err);

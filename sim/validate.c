@@ -218,6 +218,15 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p)
 	r->pred_mfu = e.mfu;
 	r->pred_fits = e.fits;
 	r->pred_mem_gib = (r->mem_rank0 ? e.kind[0].peak_bytes : e.peak_mem_bytes) / 1073741824.0;
+	r->pred_peak_gib = e.peak_mem_bytes / 1073741824.0;
+	const struct rank_est *k = &e.kind[0];
+	if (!r->mem_rank0)
+		for (int i = 1; i < e.nkinds; i++)
+			if (e.kind[i].peak_bytes > k->peak_bytes) k = &e.kind[i];
+	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / 1073741824.0;
+	r->pred_act_gib = k->act_bytes / 1073741824.0;
+	r->pred_logits_gib = k->logits_bytes / 1073741824.0;
+	r->pred_buf_gib = k->buffers_bytes / 1073741824.0;
 }
 
 int validate_file(const char *path, struct val_row **rows_out, int *nrows, char *err)
@@ -469,8 +478,10 @@ void validate_write_json(const char *path, const struct val_row *rows, int n, co
 		}
 		if (r->simulated || r->excluded) {
 			fprintf(f, ",\"pred_tokens_per_s_per_gpu\":%.6g,\"pred_step_time_s\":%.6g,\"pred_mfu\":%.6g,"
-				"\"pred_mem_gib\":%.6g,\"pred_fits\":%s", r->pred_tps, r->pred_step_s, r->pred_mfu,
-				r->pred_mem_gib, r->pred_fits ? "true" : "false");
+				"\"pred_mem_gib\":%.6g,\"pred_peak_gib\":%.6g,\"pred_fits\":%s", r->pred_tps, r->pred_step_s,
+				r->pred_mfu, r->pred_mem_gib, r->pred_peak_gib, r->pred_fits ? "true" : "false");
+			fprintf(f, ",\"pred_mem_parts_gib\":{\"static\":%.4g,\"act\":%.4g,\"logits\":%.4g,\"buffers\":%.4g}",
+				r->pred_static_gib, r->pred_act_gib, r->pred_logits_gib, r->pred_buf_gib);
 		}
 		if (r->meas_tps > 0) fprintf(f, ",\"meas_tokens_per_s_per_gpu\":%.6g", r->meas_tps);
 		if (r->meas_mem_gib > 0) fprintf(f, ",\"meas_mem_gib\":%.6g", r->meas_mem_gib);

@@ -23,6 +23,8 @@ struct val_row {
 	char assumed[160];          /* defaults filled in for empty cells */
 	double meas_tps, meas_mem_gib; /* < 0 = not measured */
 	double pred_tps, pred_mem_gib, pred_step_s, pred_mfu;
+	double pred_peak_gib;
+	double pred_static_gib, pred_act_gib, pred_logits_gib, pred_buf_gib; /* parts of pred_mem_gib's rank */       /* peak over every rank kind (pred_mem_gib may be rank 0's) */
 	int pred_fits;
 	int excluded;              /* predicted, but left out of the scores (reason says why) */
 	int rc_unknown;            /* recompute cell empty: inferred from fit for ok rows */

@@ -81,6 +81,35 @@ static void test_megatron(void)
 	free(out);
 }
 
+/* Uneven splits as the tuner writes them (80 layers): Megatron's first/last-stage flags where
+ * the middle stages are even, the layout string otherwise (E embedding, t layer, L loss). */
+static void test_uneven_split(void)
+{
+	int notes;
+	const char *firstlast[] = {"gpus", "32", "tp", "8", "pp", "4", "gbs", "32", "stage_layers", "22,19,19,20", NULL};
+	char *out = run_export(firstlast, EXPORT_MEGATRON, &notes);
+	CHECK(out && has_line(out, "--decoder-first-pipeline-num-layers 22 \\") &&
+	      has_line(out, "--decoder-last-pipeline-num-layers 20 \\") && !strstr(out, "--pipeline-model-parallel-layout"),
+	      "megatron: 22/19/19/20 as first 22, last 20");
+	free(out);
+	const char *mixed[] = {"gpus", "32", "tp", "8", "pp", "4", "gbs", "32", "stage_layers", "20,19,21,20", NULL};
+	out = run_export(mixed, EXPORT_MEGATRON, &notes);
+	char want[160] = "--pipeline-model-parallel-layout \"E";
+	const int split[4] = {20, 19, 21, 20};
+	for (int s = 0; s < 4; s++) {
+		if (s) strcat(want, "|");
+		for (int l = 0; l < split[s]; l++) strcat(want, "t");
+	}
+	strcat(want, "L\" \\");
+	CHECK(out && has_line(out, want) && !strstr(out, "--decoder-first-pipeline-num-layers"),
+	      "megatron: 20/19/21/20 as a layout string");
+	free(out);
+	out = run_export(mixed, EXPORT_TORCHTITAN, &notes);
+	CHECK(out && strstr(out, "# no equivalent: uneven layer split 20,19,21,20") &&
+	      !strstr(out, "pipeline_parallel_layers_per_stage ="), "torchtitan: an uneven split has no equivalent");
+	free(out);
+}
+
 static void test_nanotron(void)
 {
 	int notes;
@@ -146,6 +175,7 @@ int main(void)
 	CHECK(export_format_from_name("torchtitan", &f) == 0 && f == EXPORT_TORCHTITAN, "format names");
 	CHECK(export_format_from_name("alpa", &f) != 0, "unknown format rejected");
 	test_megatron();
+	test_uneven_split();
 	test_nanotron();
 	test_torchtitan();
 	test_deepspeed();

@@ -134,6 +134,59 @@ static void test_milp_vs_brute(void)
 	CHECK(infeasible < 20, "%d infeasible trials", infeasible);
 }
 
+/* Capped DP: brute force over every split with the first r layers of each stage recomputed. */
+static double brute_capped(const struct part_problem *pb, int rc_layers)
+{
+	int L = pb->nlayers, S = pb->nstages, cut[MAXS + 1], counts[MAXS], rec[MAXL];
+	double best = INFINITY;
+	cut[0] = 0; cut[S] = L;
+	for (int i = 1; i < S; i++) cut[i] = i;
+	for (;;) {
+		for (int s = 0; s < S; s++) {
+			counts[s] = cut[s + 1] - cut[s];
+			int k = rc_layers < 0 || rc_layers > counts[s] ? counts[s] : rc_layers;
+			for (int l = cut[s]; l < cut[s + 1]; l++) rec[l] = l < cut[s] + k;
+		}
+		int fits = 1;
+		for (int s = 0; s < S; s++) fits &= partition_stage_bytes(pb, counts, rec, s) <= pb->cap_bytes[s];
+		double t = partition_stage_time(pb, counts, rec, NULL);
+		if (fits && t < best) best = t;
+		int i = S - 1;
+		while (i >= 1 && cut[i] == L - (S - i)) i--;
+		if (i < 1) break;
+		cut[i]++;
+		for (int j = i + 1; j < S; j++) cut[j] = cut[j - 1] + 1;
+	}
+	return best;
+}
+
+static void test_dp_capped_vs_brute(void)
+{
+	int counts[MAXS], rec[MAXL];
+	char err[ERR_LEN];
+	int feasible = 0, infeasible = 0;
+	for (int trial = 0; trial < 60; trial++) {
+		struct inst in;
+		int L = 6 + trial % 5, S = 2 + trial % 3, rcl = trial % 4 - 1; /* -1 (all), 0, 1, 2 */
+		make_instance(&in, L, S, 0.35 + 0.6 * urand());
+		struct part_result r = {counts, rec, 0, 0};
+		CHECK(partition_dp_capped(&in.pb, rcl, &r, err) == 0, "dp capped: %s", err);
+		double want = brute_capped(&in.pb, rcl);
+		if (isinf(want)) {
+			infeasible++;
+			CHECK(r.status == PART_INFEASIBLE, "trial %d: brute force finds no split, capped dp status %d", trial, r.status);
+			continue;
+		}
+		feasible++;
+		CHECK(r.status == PART_OPTIMAL, "trial %d: capped dp optimal", trial);
+		CHECK_REL(r.max_stage_s, want, 1e-12, "capped dp optimum equals brute force");
+		CHECK_REL(partition_stage_time(&in.pb, counts, rec, NULL), r.max_stage_s, 1e-12, "capped split achieves its objective");
+		for (int s = 0; s < S; s++)
+			CHECK(partition_stage_bytes(&in.pb, counts, rec, s) <= in.cap[s], "trial %d stage %d fits", trial, s);
+	}
+	CHECK(feasible >= 20 && infeasible >= 3, "capped trials: %d feasible, %d infeasible", feasible, infeasible);
+}
+
 static void test_hand_cases(void)
 {
 	/* 8 unit layers, embedding 0.5 on the first stage, head 1.5 on the last, 4 stages:
@@ -167,6 +220,7 @@ int main(void)
 {
 	test_hand_cases();
 	test_dp_vs_brute();
+	test_dp_capped_vs_brute();
 	test_milp_vs_brute();
 	return test_summary("test_partition");
 }

@@ -5,7 +5,14 @@
  * [KOR Table 3, TV-K3], Llama 3 405B on 8192 and 16384 H100s [L3 Table 4, TV-L2]. For each,
  * the best plan with the published degrees (other knobs free) is compared with the search's
  * best; "near" means within 10% of the best predicted throughput. The comparison is printed
- * as NOTE lines; it judges the estimator, so only the search's own invariants are CHECKed. */
+ * as NOTE lines; it judges the estimator, so only the search's own invariants are CHECKed.
+ * (3) Layer partitioning: on DeepSeek-V3 (3 dense layers, 61 layers) and Mixtral with pp not
+ * dividing the layers, the tuner's split reaches the minimum over every contiguous split of the
+ * estimator's slowest pipeline rank (brute force, each split priced through the plan parser);
+ * a model with a heavy LM head (256k vocabulary, 16 layers) gets fewer layers on the last
+ * stage; a partitioned finalist is never slower than the same plan with the default split;
+ * --fix and max_pp still hold. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +61,11 @@ static void brute_force(const struct model *m, const struct hw *h, int gpus, int
 			const char *sched = si < 7 ? scheds[si] : "interleaved";
 			int vpp = si < 7 ? 1 : si - 5; /* 2..8 */
 			if (pp == 1 && si > 0) continue; /* one entry stands for "none" */
-			if (si >= 7 && (m->layers % (pp * vpp) || pp * vpp > m->layers)) continue;
+			if (si >= 7) { /* every v that divides evenly; every v where none does */
+				int even = 0;
+				for (int w = 2; w <= 8; w++) even |= pp * w <= m->layers && m->layers % (pp * w) == 0;
+				if (pp * vpp > m->layers || (even && m->layers % (pp * vpp))) continue;
+			}
 			for (int o = 0; o < 3; o++)
 			for (int zero = 0; zero <= 3; zero++) for (int sp = 0; sp <= 1; sp++)
 			for (int rc = 0; rc < 4; rc++) for (int mbs = 1; mbs <= 8; mbs *= 2) {
@@ -156,6 +167,241 @@ static void published(const char *label, const char *model, const char *gpu, int
 	search_result_free(&pub);
 }
 
+static int write_file(const char *path, const char *text);
+
+/* ---- layer partitioning ---- */
+
+static int run_search_max_pp(const struct model *m, const struct hw *h, int gpus, int seq, int gbs, int max_pp,
+			     const char *const *fixes, struct search_result *res, struct search_req *rq_out)
+{
+	char err[ERR_LEN];
+	struct search_req rq;
+	memset(&rq, 0, sizeof(rq));
+	rq.m = m; rq.h = h; rq.gpus = gpus; rq.seq = seq; rq.gbs = gbs; rq.top = 5; rq.max_pp = max_pp; rq.refine = 1;
+	plan_defaults(&rq.base);
+	search_fix_init(&rq.fix);
+	for (; fixes && *fixes; fixes++)
+		if (search_fix_parse(&rq, *fixes, err)) { fprintf(stderr, "%s\n", err); return -1; }
+	if (search_run(&rq, res, err)) { fprintf(stderr, "%s\n", err); return -1; }
+	if (rq_out) *rq_out = rq;
+	return 0;
+}
+
+/* The plan of a candidate built key by key (not through the search), with a given split or
+ * (counts NULL) the plan's default one. */
+static int cand_to_plan(const struct search_req *rq, const struct search_cand *k, const int *counts, int n,
+			struct plan *p)
+{
+	static const char *const orders[] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
+	char err[ERR_LEN], v[32];
+	plan_defaults(p);
+	p->gpus = k->gpus; p->dp = k->dp; p->tp = k->tp; p->pp = k->pp; p->cp = k->cp; p->ep = k->ep;
+	p->vpp = k->vpp; p->zero = k->zero; p->sp = k->sp; p->mbs = k->mbs; p->gbs = rq->gbs; p->seq = rq->seq;
+	if (plan_set(p, "schedule", schedule_name((enum schedule)k->schedule), err) ||
+	    plan_set(p, "order", orders[k->order], err) ||
+	    plan_set(p, "recompute", recompute_name((enum recompute)k->recompute), err))
+		return -1;
+	snprintf(v, sizeof(v), "%d", k->recompute_layers);
+	if (k->recompute == RC_FULL && plan_set(p, "recompute_layers", v, err)) return -1;
+	p->nstage_layers = 0;
+	if (counts) {
+		memcpy(p->stage_layers, counts, sizeof(int) * (size_t)n);
+		p->nstage_layers = n;
+	}
+	return plan_resolve(p, rq->m, rq->h, err) || plan_validate(p, rq->m, rq->h, err) ? -1 : 0;
+}
+
+/* The estimator's slowest pipeline rank, per micro-batch F+B+W: with pp 2 or 3 every rank is a
+ * rank kind of its own (first, middle, last). */
+static double slowest_rank(const struct search_req *rq, const struct plan *p)
+{
+	char err[ERR_LEN];
+	struct estimate e;
+	if (estimate_plan(rq->m, rq->h, p, &e, err)) return INFINITY;
+	double w = 0;
+	for (int j = 0; j < e.nkinds; j++) w = fmax(w, e.kind[j].t_f + e.kind[j].t_b + e.kind[j].t_w);
+	return w;
+}
+
+/* Every composition of the layers into n stages, the smallest slowest rank. */
+static double brute_split(const struct search_req *rq, const struct search_cand *k, int n, int *best_counts)
+{
+	int L = rq->m->layers, cut[PLAN_MAX_STAGES + 1], counts[PLAN_MAX_STAGES];
+	double best = INFINITY;
+	cut[0] = 0; cut[n] = L;
+	for (int i = 1; i < n; i++) cut[i] = i;
+	for (;;) {
+		struct plan p;
+		for (int s = 0; s < n; s++) counts[s] = cut[s + 1] - cut[s];
+		if (!cand_to_plan(rq, k, counts, n, &p)) {
+			double w = slowest_rank(rq, &p);
+			if (w < best) { best = w; memcpy(best_counts, counts, sizeof(int) * (size_t)n); }
+		}
+		int i = n - 1;
+		while (i >= 1 && cut[i] == L - (n - i)) i--;
+		if (i < 1) break;
+		cut[i]++;
+		for (int j = i + 1; j < n; j++) cut[j] = cut[j - 1] + 1;
+	}
+	return best;
+}
+
+static void split_vs_brute(const char *model, int gpus, int tp, int pp, int ep, enum schedule sched, int exact)
+{
+	struct model m;
+	struct hw h;
+	char err[ERR_LEN];
+	if (model_load(model, &m, err) || hw_load("h100-sxm", &h, err)) { CHECK(0, "%s", err); return; }
+	struct search_req rq;
+	memset(&rq, 0, sizeof(rq));
+	rq.m = &m; rq.h = &h; rq.gpus = gpus; rq.seq = 4096;
+	plan_defaults(&rq.base);
+	search_fix_init(&rq.fix);
+	struct search_cand k;
+	memset(&k, 0, sizeof(k));
+	k.gpus = gpus; k.tp = tp; k.pp = pp; k.cp = 1; k.ep = ep; k.dp = gpus / (tp * pp); k.vpp = 1; k.zero = 1;
+	k.sp = tp > 1; k.recompute = RC_SELECTIVE; k.recompute_layers = -1; k.mbs = 1; k.schedule = sched;
+	rq.gbs = k.dp * 8 * pp;
+	int counts[PLAN_MAX_STAGES], want[PLAN_MAX_STAGES], n;
+	double ms;
+	if (search_split(&rq, &k, counts, &n, &ms, err)) { CHECK(0, "search_split: %s", err); return; }
+	struct plan p, q;
+	if (cand_to_plan(&rq, &k, counts, n, &p) || cand_to_plan(&rq, &k, NULL, 0, &q)) { CHECK(0, "plans"); return; }
+	double got = slowest_rank(&rq, &p), uniform = slowest_rank(&rq, &q);
+	double best = brute_split(&rq, &k, n, want);
+	char a[256] = "", b[256] = "";
+	for (int s = 0; s < n; s++) {
+		snprintf(a + strlen(a), sizeof(a) - strlen(a), "%s%d", s ? "/" : "", counts[s]);
+		snprintf(b + strlen(b), sizeof(b) - strlen(b), "%s%d", s ? "/" : "", want[s]);
+	}
+	printf("split %s pp%d %s: tuner %s (%.6f s), brute force %s (%.6f s), default split %.6f s\n", model, pp,
+	       schedule_name(sched), a, got, b, best, uniform);
+	CHECK_REL(ms, got, 1e-9, "the split's cost model reproduces the estimator's slowest rank");
+	if (exact) CHECK_REL(got, best, 1e-9, "the tuner's split is the brute-force optimum");
+	else CHECK(got <= uniform * (1 + 1e-12), "%s %s: the split is no slower than the default", model, schedule_name(sched));
+	CHECK(got >= best * (1 - 1e-9), "brute force is a lower bound");
+}
+
+/* Every finalist: fits, and its analytical step is no longer than the same plan with the
+ * default split, priced independently. */
+static void never_slower(const struct search_req *rq, const struct search_result *r, const char *name)
+{
+	char err[ERR_LEN];
+	for (int i = 0; i < r->ntop; i++) {
+		const struct search_cand *k = &r->top[i];
+		struct plan q;
+		struct estimate e;
+		/* the uniform plan with the finalist's original recompute is the search's own
+		 * candidate; its time is recorded as uniform_step_s */
+		CHECK(k->fits && k->analytic_step_s <= k->uniform_step_s * (1 + 1e-12), "%s #%d: %.4f s <= default %.4f s", name,
+		      i + 1, k->analytic_step_s, k->uniform_step_s);
+		if (cand_to_plan(rq, k, k->stage_layers, k->nstage_layers, &q) || estimate_plan(rq->m, rq->h, &q, &e, err)) {
+			CHECK(0, "%s #%d: plan rebuilt key by key", name, i + 1);
+			continue;
+		}
+		CHECK_REL(e.step_time_s, k->analytic_step_s, 1e-12, "finalist's analytical step re-priced independently");
+		CHECK(e.fits, "%s #%d fits", name, i + 1);
+		if (k->refined && k->partitioned)
+			CHECK(k->step_s <= k->uniform_refined_step_s * (1 + 1e-12), "%s #%d: event engine %.4f s <= default %.4f s",
+			      name, i + 1, k->step_s, k->uniform_refined_step_s);
+	}
+}
+
+static void test_partitioning(const char *dir)
+{
+	char err[ERR_LEN], heavy[128];
+	/* pp 3 does not divide 61 (DeepSeek-V3) or 32 (Mixtral) */
+	split_vs_brute("deepseek-v3", 24, 8, 3, 1, SCHED_1F1B, 1);
+	split_vs_brute("mixtral-8x7b", 24, 8, 3, 1, SCHED_1F1B, 1);
+	split_vs_brute("deepseek-v3", 48, 8, 3, 2, SCHED_ZBH1, 1);
+	/* V schedules: rank 0 holds the first and the last stage */
+	split_vs_brute("mixtral-8x7b", 16, 8, 2, 1, SCHED_ZBV, 0);
+	split_vs_brute("deepseek-v3", 16, 8, 2, 1, SCHED_ZBV, 1);
+	split_vs_brute("deepseek-v3", 16, 8, 2, 1, SCHED_DUALPIPEV, 1);
+
+	/* a heavy LM head: 256k vocabulary on a 2048-wide, 16-layer model */
+	snprintf(heavy, sizeof(heavy), "%s/heavy_head.json", dir);
+	write_file(heavy, "{\"model_type\": \"llama\", \"hidden_size\": 2048, \"num_hidden_layers\": 16,"
+		   " \"num_attention_heads\": 16, \"num_key_value_heads\": 8, \"intermediate_size\": 8192,"
+		   " \"vocab_size\": 256000, \"max_position_embeddings\": 4096}");
+	struct model m;
+	struct hw h;
+	if (model_load(heavy, &m, err) || hw_load("h100-sxm", &h, err)) { CHECK(0, "%s", err); return; }
+	const char *fx[] = {"pp=4", "tp=1", "schedule=1f1b", NULL};
+	struct search_result r;
+	struct search_req rq;
+	if (run_search_max_pp(&m, &h, 8, 2048, 32, 0, fx, &r, &rq)) { CHECK(0, "heavy-head search"); return; }
+	CHECK(r.ntop > 0, "heavy head: finalists");
+	for (int i = 0; i < r.ntop; i++) {
+		const struct search_cand *k = &r.top[i];
+		CHECK(k->pp == 4 && k->tp == 1 && k->schedule == SCHED_1F1B, "heavy head #%d keeps the pinned pp/tp/schedule", i + 1);
+		CHECK(k->partitioned && k->nstage_layers == 4 && k->stage_layers[3] < k->stage_layers[0] &&
+		      k->stage_layers[3] < 4, "heavy head #%d: fewer layers on the last stage (%d/%d/%d/%d)", i + 1,
+		      k->nstage_layers ? k->stage_layers[0] : 0, k->nstage_layers ? k->stage_layers[1] : 0,
+		      k->nstage_layers ? k->stage_layers[2] : 0, k->nstage_layers ? k->stage_layers[3] : 0);
+	}
+	if (r.ntop)
+		printf("heavy head pp4: split %d/%d/%d/%d, step %.4f s vs %.4f s with 4/4/4/4\n", r.top[0].stage_layers[0],
+		       r.top[0].stage_layers[1], r.top[0].stage_layers[2], r.top[0].stage_layers[3], r.top[0].analytic_step_s,
+		       r.top[0].uniform_step_s);
+	never_slower(&rq, &r, "heavy head");
+	search_result_free(&r);
+
+	/* pinned recompute and micro-batch survive the memory-capped split; max_pp holds */
+	const char *fx2[] = {"recompute=selective", "mbs=2", NULL};
+	if (!run_search_max_pp(&m, &h, 8, 2048, 32, 2, fx2, &r, &rq)) {
+		CHECK(r.ntop > 0, "pinned search has finalists");
+		for (int i = 0; i < r.ntop; i++)
+			CHECK(r.top[i].pp <= 2 && r.top[i].recompute == RC_SELECTIVE && r.top[i].mbs == 2,
+			      "max_pp 2, recompute selective, mbs 2 hold for #%d", i + 1);
+		never_slower(&rq, &r, "pinned");
+		search_result_free(&r);
+	}
+	remove(heavy);
+
+	/* nothing fits with the default split (4096 wide, 256k vocabulary, seq 16384 on 4 GPUs,
+	 * pp 4): the closest plan fits once layers move off the first stage */
+	snprintf(heavy, sizeof(heavy), "%s/heavy_wide.json", dir);
+	write_file(heavy, "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 16,"
+		   " \"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336,"
+		   " \"vocab_size\": 256000, \"max_position_embeddings\": 32768}");
+	struct model wide;
+	const char *fx4[] = {"pp=4", "schedule=1f1b", NULL};
+	if (model_load(heavy, &wide, err)) { CHECK(0, "%s", err); return; }
+	if (!run_search_max_pp(&wide, &h, 4, 16384, 16, 0, fx4, &r, &rq)) {
+		check_invariants(&r, "rescued");
+		CHECK(r.rescued && r.ntop == 1 && r.feasible == 1, "rescued: one finalist (%d, %d)", r.rescued, r.ntop);
+		if (r.ntop == 1) {
+			struct plan q, d;
+			struct estimate e;
+			const struct search_cand *k = &r.top[0];
+			CHECK(!cand_to_plan(&rq, k, k->stage_layers, k->nstage_layers, &q) && !estimate_plan(&wide, &h, &q, &e, err) &&
+			      e.fits, "rescued plan fits with its split");
+			CHECK(!cand_to_plan(&rq, k, NULL, 0, &d) && !estimate_plan(&wide, &h, &d, &e, err) && !e.fits,
+			      "the same plan with the default split does not fit");
+		}
+		search_result_free(&r);
+	}
+	remove(heavy);
+
+	/* DeepSeek-V3 on 256 GPUs, pp 4: memory binds (full recompute) */
+	struct model ds;
+	if (model_load("deepseek-v3", &ds, err)) { CHECK(0, "%s", err); return; }
+	const char *fx3[] = {"pp=4", "schedule=1f1b", NULL};
+	if (!run_search_max_pp(&ds, &h, 256, 4096, 512, 0, fx3, &r, &rq)) {
+		int parted = 0, capped = 0;
+		for (int i = 0; i < r.ntop; i++) {
+			parted += r.top[i].partitioned > 0;
+			capped += r.top[i].partitioned >= 2;
+			CHECK(r.top[i].pp == 4 && r.top[i].schedule == SCHED_1F1B, "deepseek #%d keeps pp 4 and 1f1b", i + 1);
+		}
+		CHECK(parted == r.ntop && r.ntop > 0, "deepseek pp 4: every finalist partitioned (%d of %d)", parted, r.ntop);
+		printf("deepseek-v3 pp4 on 256: %d of %d finalists partitioned, %d with a memory-capped split\n", parted, r.ntop, capped);
+		never_slower(&rq, &r, "deepseek pp4");
+		search_result_free(&r);
+	}
+}
+
 static int write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -167,7 +413,7 @@ static int write_file(const char *path, const char *text)
 int main(void)
 {
 	compare_with_brute("llama-3-8b", "h100-sxm", 8, 4096, 32);
-	compare_with_brute("llama-3-70b", "h100-sxm", 16, 4096, 16);   /* memory binds */
+	compare_with_brute("llama-3-70b", "h100-sxm-96g-500w", 16, 4096, 16); /* memory binds */
 	compare_with_brute("mixtral-8x7b", "h100-sxm", 16, 4096, 16);   /* EP inside dp*cp */
 
 	/* GPT-3 / 1T as Megatron ran them: vocabulary padded to 51200 [KOR §6, TV-K3] */
@@ -179,6 +425,7 @@ int main(void)
 		   " \"n_positions\": 2048, \"vocab_size\": 51200, \"tie_word_embeddings\": true}");
 	write_file(t1, "{\"model_type\": \"gpt2\", \"n_embd\": 25600, \"n_layer\": 128, \"n_head\": 160, \"n_inner\": 102400,"
 		   " \"n_positions\": 2048, \"vocab_size\": 51200, \"tie_word_embeddings\": true}");
+	test_partitioning(dir);
 	published("GPT-3 175B, 64 A100 [KOR]", gpt3, "a100-sxm-80g", 64, 2048, 64, 8, 8, 1);
 	const char *build = getenv("SCALEPLAN_BUILD");
 	if (!build || !strstr(build, "asan")) { /* the large searches take seconds; not repeated under ASan */

@@ -61,6 +61,68 @@ int partition_dp(const struct part_problem *pb, struct part_result *r, char *err
 	return 0;
 }
 
+int partition_dp_capped(const struct part_problem *pb, int rc_layers, struct part_result *r, char *err)
+{
+	int L = pb->nlayers, S = pb->nstages;
+	if (L < 1 || S < 1 || S > L)
+		return errf(err, "partition: %d stages cannot each take one of %d layers", S, L);
+	if (!pb->recompute_s || !pb->weight_bytes || !pb->act_bytes || !pb->ckpt_bytes || !pb->inflight || !pb->cap_bytes)
+		return errf(err, "partition: the capped split needs recompute times, bytes, in-flight counts and caps");
+	/* prefix sums: time, recompute time, weights, activations, checkpoints */
+	double *pre = malloc(sizeof(double) * (size_t)(5 * (L + 1)));
+	double *f = malloc(sizeof(double) * (size_t)S * (L + 1));
+	int *arg = malloc(sizeof(int) * (size_t)S * (L + 1));
+	if (!pre || !f || !arg) {
+		free(pre); free(f); free(arg);
+		return errf(err, "partition: out of memory");
+	}
+	double *pt = pre, *prc = pre + (L + 1), *pw = pre + 2 * (L + 1), *pa = pre + 3 * (L + 1), *pc = pre + 4 * (L + 1);
+	pt[0] = prc[0] = pw[0] = pa[0] = pc[0] = 0;
+	for (int l = 0; l < L; l++) {
+		pt[l + 1] = pt[l] + pb->time_s[l];
+		prc[l + 1] = prc[l] + pb->recompute_s[l];
+		pw[l + 1] = pw[l] + pb->weight_bytes[l];
+		pa[l + 1] = pa[l] + pb->act_bytes[l];
+		pc[l + 1] = pc[l] + pb->ckpt_bytes[l];
+	}
+#define F(s, j) f[(size_t)(s) * (L + 1) + (j)]
+#define ARG(s, j) arg[(size_t)(s) * (L + 1) + (j)]
+	for (int s = 0; s < S; s++)
+		for (int j = 0; j <= L; j++) {
+			F(s, j) = INFINITY;
+			ARG(s, j) = -1;
+			for (int i = s; i < j; i++) {
+				double before = s ? F(s - 1, i) : (i == 0 ? 0 : INFINITY);
+				if (isinf(before)) continue;
+				int n = j - i, k = rc_layers < 0 || rc_layers > n ? n : rc_layers; /* layers [i, i+k) recompute */
+				double bytes = stage_fixed(pb->stage_bytes, s) + pw[j] - pw[i] +
+					       pb->inflight[s] * (pc[i + k] - pc[i] + pa[j] - pa[i + k]);
+				if (bytes > pb->cap_bytes[s]) continue;
+				double v = fmax(before, stage_fixed(pb->stage_s, s) + pt[j] - pt[i] + prc[i + k] - prc[i]);
+				if (v < F(s, j)) { F(s, j) = v; ARG(s, j) = i; }
+			}
+		}
+	r->max_stage_s = F(S - 1, L);
+	if (isinf(r->max_stage_s)) {
+		r->status = PART_INFEASIBLE;
+	} else {
+		for (int s = S - 1, j = L; s >= 0; s--) {
+			int i = ARG(s, j);
+			r->counts[s] = j - i;
+			if (r->recompute) {
+				int n = j - i, k = rc_layers < 0 || rc_layers > n ? n : rc_layers;
+				for (int l = i; l < j; l++) r->recompute[l] = l < i + k;
+			}
+			j = i;
+		}
+		r->status = PART_OPTIMAL;
+	}
+#undef F
+#undef ARG
+	free(pre); free(f); free(arg);
+	return 0;
+}
+
 double partition_stage_time(const struct part_problem *pb, const int *counts, const int *recompute,
 			    double *stage_out)
 {

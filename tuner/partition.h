@@ -4,6 +4,9 @@
  *
  *   partition_dp    contiguous split minimising the slowest stage, exact, O(S·L²)
  *                   (the inter-op DP of Alpa and Galvatron; reference/ecosystem.md §7.2);
+ *   partition_dp_capped  the same under each stage's memory cap, with the first r layers of
+ *                   every stage fully recomputed (one recompute count per stage, the form a
+ *                   plan and Megatron's --recompute-method block express), exact, O(S·L²);
  *   partition_milp  the coupled choice of layers per stage *and* which layers are fully
  *                   recomputed, under each stage's memory cap (GLPK branch and cut on a
  *                   "staircase" formulation, §7.1), minimising the slowest stage's
@@ -45,6 +48,12 @@ struct part_result {
 /* Exact min-max contiguous split (no memory). Returns 0, or -1 with err when nstages is not in
  * 1..nlayers. */
 int partition_dp(const struct part_problem *pb, struct part_result *r, char *err);
+
+/* Exact min-max contiguous split under the memory caps, recomputing the first rc_layers
+ * layers of each stage (-1: all; stages with fewer layers recompute all of theirs). Uses every
+ * field partition_milp uses. No split fits: returns 0 with status PART_INFEASIBLE. r->recompute
+ * (if not NULL) receives the recomputed layers. Returns -1 with err on a malformed problem. */
+int partition_dp_capped(const struct part_problem *pb, int rc_layers, struct part_result *r, char *err);
 
 /* Time of every stage of a given split and recompute choice (recompute may be NULL);
  * returns the slowest. */

@@ -1,7 +1,8 @@
 /* search — the tuner: enumerates every plan for (model, cluster, batch) — each factorization of
  * the GPUs into dp·tp·pp·cp, EP inside dp·cp for MoE models, ZeRO 0–3, SP on/off, recompute
  * none / selective / full / full on half of each stage's layers, micro-batch 1, 2, 4, 8, every
- * pipeline schedule (interleaved with every v that splits the layers evenly, v <= 8), and rank
+ * pipeline schedule (interleaved with every v <= 8 that splits the layers evenly, or with every
+ * v <= 8 on an uneven split where none does, e.g. 61 layers), and rank
  * orders tp-cp-dp-pp, tp-cp-pp-dp (pp > 1) and tp-dp-cp-pp (cp > 1), all keeping TP innermost
  * — prices each with the analytical estimator, and ranks them. The top K are re-timed with
  * the event engine. Every candidate not priced is counted under a reason.
@@ -16,6 +17,21 @@
  *
  * Ownership: search_run fills a caller-owned result whose arrays it allocates;
  * search_result_free releases them. Units: seconds, bytes, tokens.
+ *
+ * Partitioning (tuner/partition.h): every finalist with pp > 1 also gets a layer-to-stage
+ * split balanced for time (exact DP over per-layer costs read off the estimator: a dense
+ * layer, a MoE layer, the embedding's share of the first stage, the LM head and loss on the
+ * last; then, where a rank holds several stages, single-layer moves that lower the slowest
+ * rank). Where memory binds (full recompute, or the balanced split does not fit) and each rank
+ * holds one stage, the layers per stage and the recompute count per stage are chosen under
+ * each stage's cap by an exact capped DP for every count, and on small problems (layers x
+ * stages <= 96) by the GLPK MILP choosing layer by layer, its largest per-stage count becoming
+ * the plan's. A split (and the recompute it implies) replaces the default only when the
+ * re-estimated plan fits and is faster, so a partitioned finalist is never slower than its
+ * default form; when the top K are re-timed, the default form is re-timed too and the faster
+ * of the two is kept. When nothing fits, the closest plan is partitioned the same way and, if
+ * a split makes it fit, becomes the one finalist (moved from the memory rejections to
+ * feasible).
  *
  * Invariant: enumerated == feasible + Σ rejected[...] (memory, pruned and dominated plans
  * included); the top list is sorted best first by the objective. */
@@ -80,6 +96,16 @@ struct search_cand {
 	double analytic_step_s;    /* before refinement */
 	double score;              /* higher is better, by the objective */
 	int fits, refined;
+	/* explicit layer-to-stage split (finalists only; NULL = the plan's balanced default);
+	 * owned by the result (search_result_free) */
+	int *stage_layers;
+	int nstage_layers;
+	int partitioned;           /* 0 default split; 1 time-balanced DP; 2 memory-capped DP with a
+				    * recompute count; 3 MILP */
+	double uniform_step_s;     /* analytical step time with the default split */
+	double uniform_refined_step_s; /* event-engine step with the default split (partitioned
+				    * and refined finalists; else 0) */
+	int src;                   /* finalists: index of the default form in all[]; else 0 */
 };
 
 struct search_result {
@@ -93,6 +119,8 @@ struct search_result {
 	struct search_cand closest;/* when nothing fits: the plan with the least memory excess */
 	int have_closest;
 	int refined;               /* the top list was re-timed with the event engine */
+	int rescued;               /* nothing fit with default splits; the closest plan fits with a
+				    * partitioned split and is the one finalist */
 };
 
 void search_fix_init(struct search_fix *f);
@@ -101,6 +129,15 @@ int search_fix_parse(struct search_req *rq, const char *kv, char *err);
 
 int search_run(const struct search_req *rq, struct search_result *res, char *err);
 void search_result_free(struct search_result *res);
+
+/* The time-balanced contiguous split of a candidate's layers over its pipeline stages (the
+ * DP of tuner/partition.h on per-layer costs read off the estimator; where a rank holds several
+ * stages — interleaved, zb-v, dualpipe, dualpipev — then single-layer moves across stage
+ * boundaries while they lower the slowest rank): counts[0..*nstages); *max_stage_s the slowest
+ * pipeline rank's per-micro-batch F+B+W in that cost model. counts holds PLAN_MAX_STAGES
+ * entries. Returns 0, or -1 with err (pp 1, too few layers to probe). */
+int search_split(const struct search_req *rq, const struct search_cand *k, int *counts, int *nstages,
+		 double *max_stage_s, char *err);
 
 /* The full plan of a candidate (resolved and validated). */
 int search_cand_plan(const struct search_req *rq, const struct search_cand *c, struct plan *p, char *err);

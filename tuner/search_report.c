@@ -42,23 +42,44 @@ static void cand_short(const struct search_cand *k, char *buf, size_t cap)
 	}
 }
 
+/* Layers per pipeline stage, "19/20/20/21"; a run of three or more equal counts as "5x12"
+ * (12 stages of 5 layers); "-" for pp 1. The default split is rebuilt when the candidate
+ * carries none. */
+static void layers_text(const struct search_req *rq, const struct search_cand *k, char *buf, size_t cap)
+{
+	char err[ERR_LEN];
+	struct plan p;
+	buf[0] = 0;
+	if (k->pp < 2 || search_cand_plan(rq, k, &p, err)) { snprintf(buf, cap, "-"); return; }
+	size_t n = 0;
+	for (int i = 0; i < p.nstage_layers && n + 16 < cap;) {
+		int j = i;
+		while (j < p.nstage_layers && p.stage_layers[j] == p.stage_layers[i]) j++;
+		if (j - i >= 3) n += (size_t)snprintf(buf + n, cap - n, "%s%dx%d", i ? "/" : "", p.stage_layers[i], j - i);
+		else
+			for (int t = i; t < j; t++) n += (size_t)snprintf(buf + n, cap - n, "%s%d", t ? "/" : "", p.stage_layers[t]);
+		i = j;
+	}
+}
+
 static int accum(const struct search_req *rq, const struct search_cand *k) { return rq->gbs / (k->dp * k->mbs); }
 
 static void table_header(FILE *f)
 {
-	fprintf(f, "%4s %6s %5s %3s %3s %3s %3s %4s %3s %-11s %3s %5s %-15s %-11s %9s %10s %6s %8s %8s %8s %7s\n",
+	fprintf(f, "%4s %6s %5s %3s %3s %3s %3s %4s %3s %-11s %3s %5s %-15s %-11s %-15s %9s %10s %6s %8s %8s %8s %7s\n",
 		"rank", "gpus", "dp", "tp", "pp", "cp", "ep", "zero", "sp", "recompute", "mbs", "accum", "schedule",
-		"order", "step (s)", "tok/s/GPU", "MFU", "peak GiB", "headroom", "exp.comm", "bubble");
+		"order", "layers", "step (s)", "tok/s/GPU", "MFU", "peak GiB", "headroom", "exp.comm", "bubble");
 }
 
 static void table_row(const struct search_req *rq, const struct search_cand *k, int rank, FILE *f)
 {
-	char rc[32], sc[32];
+	char rc[32], sc[32], ly[128];
 	rc_text(k, rc, sizeof(rc));
 	sched_text(k, sc, sizeof(sc));
-	fprintf(f, "%4d %6d %5d %3d %3d %3d %3d %4d %3s %-11s %3d %5d %-15s %-11s %9.3f %10.0f %5.1f%% %8.1f %8.1f %8.3f %6.1f%%%s\n",
+	layers_text(rq, k, ly, sizeof(ly));
+	fprintf(f, "%4d %6d %5d %3d %3d %3d %3d %4d %3s %-11s %3d %5d %-15s %-11s %-15s %9.3f %10.0f %5.1f%% %8.1f %8.1f %8.3f %6.1f%%%s\n",
 		rank, k->gpus, k->dp, k->tp, k->pp, k->cp, k->ep, k->zero, k->sp ? "on" : "off", rc, k->mbs, accum(rq, k), sc,
-		search_order_name(k->order), k->step_s, k->tokens_per_s_per_gpu, 100 * k->mfu, k->peak_bytes / GIB,
+		search_order_name(k->order), ly, k->step_s, k->tokens_per_s_per_gpu, 100 * k->mfu, k->peak_bytes / GIB,
 		(k->capacity_bytes - k->peak_bytes) / GIB, k->exposed_comm_s, 100 * k->bubble_fraction,
 		k->refined ? "" : " *");
 }
@@ -233,7 +254,19 @@ void search_print(const struct search_req *rq, const struct search_result *res, 
 		fprintf(f, "\nranked by the analytical estimate only (not refined with the event engine)\n");
 	table_header(f);
 	for (int i = 0; i < res->ntop; i++) table_row(rq, &res->top[i], i + 1, f);
-	fprintf(f, "(step time of the analytical estimate where marked *; headroom = capacity - peak, GiB = 2^30 B)\n");
+	fprintf(f, "(step time of the analytical estimate where marked *; headroom = capacity - peak, GiB = 2^30 B;\n"
+		   " layers per pipeline stage, AxN = N stages of A layers)\n");
+	for (int i = 0; i < res->ntop; i++) {
+		const struct search_cand *k = &res->top[i];
+		if (k->partitioned && res->rescued && k->src < 0)
+			fprintf(f, "#%d: fits only with a %s split (%s): no plan fits with the default splits\n", i + 1,
+				k->partitioned == 1 ? "time-balanced" : "memory-capped", k->partitioned == 1 ? "layers" : "layers and recompute");
+		else if (k->partitioned)
+			fprintf(f, "#%d: %s split, analytical step %.3f s vs %.3f s with the default split (%.1f%% faster)\n",
+				i + 1, k->partitioned == 3 ? "memory-capped layer and recompute (MILP)" :
+				k->partitioned == 2 ? "memory-capped layer and recompute" : "time-balanced layer",
+				k->analytic_step_s, k->uniform_step_s, 100 * (k->uniform_step_s / k->analytic_step_s - 1));
+	}
 	explain(rq, res, f);
 	print_shapes(rq, res, f);
 	const struct search_cand *w = &res->top[0];
@@ -274,6 +307,16 @@ static cJSON *cand_json(const struct search_req *rq, const struct search_cand *k
 	cJSON_AddNumberToObject(o, "bubble_fraction", k->bubble_fraction);
 	cJSON_AddNumberToObject(o, "exposed_comm_s", k->exposed_comm_s);
 	cJSON_AddBoolToObject(o, "refined", k->refined);
+	char err[ERR_LEN];
+	struct plan p;
+	if (!search_cand_plan(rq, k, &p, err))
+		cJSON_AddItemToObject(o, "stage_layers", cJSON_CreateIntArray(p.stage_layers, p.nstage_layers));
+	cJSON_AddStringToObject(o, "split", k->partitioned == 3 ? "milp" : k->partitioned == 2 ? "capped" :
+				k->partitioned == 1 ? "balanced" : "default");
+	if (k->partitioned && k->src >= 0) cJSON_AddNumberToObject(o, "default_split_step_time_s", k->uniform_step_s);
+	if (k->partitioned && k->src < 0) cJSON_AddBoolToObject(o, "default_split_fits", 0);
+	if (k->partitioned && k->uniform_refined_step_s > 0)
+		cJSON_AddNumberToObject(o, "default_split_refined_step_time_s", k->uniform_refined_step_s);
 	return o;
 }
 
@@ -320,7 +363,7 @@ void search_write_json(const struct search_req *rq, const struct search_result *
 static void md_table(const struct search_req *rq, const struct search_result *res, FILE *f, int html)
 {
 	const char *cols[] = {"rank", "dp", "tp", "pp", "cp", "ep", "ZeRO", "SP", "recompute", "mbs", "accum",
-			      "schedule", "step (s)", "tokens/s/GPU", "MFU", "peak GiB", "headroom GiB", "exposed comm (s)", "bubble"};
+			      "schedule", "layers", "step (s)", "tokens/s/GPU", "MFU", "peak GiB", "headroom GiB", "exposed comm (s)", "bubble"};
 	size_t nc = sizeof(cols) / sizeof(cols[0]);
 	fputs(html ? "<table>\n<tr>" : "|", f);
 	for (size_t i = 0; i < nc; i++) fprintf(f, html ? "<th>%s</th>" : " %s |", cols[i]);
@@ -328,17 +371,19 @@ static void md_table(const struct search_req *rq, const struct search_result *re
 	if (!html) { for (size_t i = 0; i < nc; i++) fputs("---|", f); fputc('\n', f); }
 	for (int i = 0; i < res->ntop; i++) {
 		const struct search_cand *k = &res->top[i];
-		char rc[32], sc[32], cell[19][40];
+		char rc[32], sc[32], ly[128], cell[20][128];
 		rc_text(k, rc, sizeof(rc));
 		sched_text(k, sc, sizeof(sc));
-		snprintf(cell[0], 40, "%d", i + 1); snprintf(cell[1], 40, "%d", k->dp); snprintf(cell[2], 40, "%d", k->tp);
-		snprintf(cell[3], 40, "%d", k->pp); snprintf(cell[4], 40, "%d", k->cp); snprintf(cell[5], 40, "%d", k->ep);
-		snprintf(cell[6], 40, "%d", k->zero); snprintf(cell[7], 40, "%s", k->sp ? "on" : "off");
-		snprintf(cell[8], 40, "%s", rc); snprintf(cell[9], 40, "%d", k->mbs); snprintf(cell[10], 40, "%d", accum(rq, k));
-		snprintf(cell[11], 40, "%s", sc); snprintf(cell[12], 40, "%.3f", k->step_s);
-		snprintf(cell[13], 40, "%.0f", k->tokens_per_s_per_gpu); snprintf(cell[14], 40, "%.1f%%", 100 * k->mfu);
-		snprintf(cell[15], 40, "%.1f", k->peak_bytes / GIB); snprintf(cell[16], 40, "%.1f", (k->capacity_bytes - k->peak_bytes) / GIB);
-		snprintf(cell[17], 40, "%.3f", k->exposed_comm_s); snprintf(cell[18], 40, "%.1f%%", 100 * k->bubble_fraction);
+		layers_text(rq, k, ly, sizeof(ly));
+		snprintf(cell[0], 128, "%d", i + 1); snprintf(cell[1], 128, "%d", k->dp); snprintf(cell[2], 128, "%d", k->tp);
+		snprintf(cell[3], 128, "%d", k->pp); snprintf(cell[4], 128, "%d", k->cp); snprintf(cell[5], 128, "%d", k->ep);
+		snprintf(cell[6], 128, "%d", k->zero); snprintf(cell[7], 128, "%s", k->sp ? "on" : "off");
+		snprintf(cell[8], 128, "%s", rc); snprintf(cell[9], 128, "%d", k->mbs); snprintf(cell[10], 128, "%d", accum(rq, k));
+		snprintf(cell[11], 128, "%s", sc); snprintf(cell[12], 128, "%s", ly);
+		snprintf(cell[13], 128, "%.3f", k->step_s);
+		snprintf(cell[14], 128, "%.0f", k->tokens_per_s_per_gpu); snprintf(cell[15], 128, "%.1f%%", 100 * k->mfu);
+		snprintf(cell[16], 128, "%.1f", k->peak_bytes / GIB); snprintf(cell[17], 128, "%.1f", (k->capacity_bytes - k->peak_bytes) / GIB);
+		snprintf(cell[18], 128, "%.3f", k->exposed_comm_s); snprintf(cell[19], 128, "%.1f%%", 100 * k->bubble_fraction);
 		fputs(html ? "<tr>" : "|", f);
 		for (size_t c = 0; c < nc; c++) fprintf(f, html ? "<td>%s</td>" : " %s |", cell[c]);
 		fputs(html ? "</tr>\n" : "\n", f);

@@ -111,9 +111,17 @@ fail:
 static int recognise(struct store *s, char *err)
 {
 	long app, ntables, uv;
-	/* the first read of the header: any failure means the file is not a database we know */
-	if (query_int(s, "SELECT count(*) FROM sqlite_schema", &ntables, err)) {
+	/* the first read of the header: any failure means the file is not a database we know.
+	 * While another process switches a fresh file to WAL, a reader can get SQLITE_BUSY at
+	 * once, without the busy handler; wait as long as busy_timeout would have. */
+	struct timespec nap = {0, 5 * 1000 * 1000};
+	for (int waited_ms = 0;; waited_ms += 5) {
+		if (!query_int(s, "SELECT count(*) FROM sqlite_schema", &ntables, err)) break;
 		int code = sqlite3_errcode(s->db);
+		if ((code == SQLITE_BUSY || code == SQLITE_LOCKED) && waited_ms < BUSY_TIMEOUT_MS) {
+			nanosleep(&nap, NULL);
+			continue;
+		}
 		if (code != SQLITE_BUSY && code != SQLITE_LOCKED && code != SQLITE_NOMEM &&
 		    (!err || !strstr(err, "not a scaleplan database")))
 			errf(err, "store: %s is not a scaleplan database (%s); left untouched", s->path,

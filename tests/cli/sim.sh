@@ -64,6 +64,14 @@ expect_rc 2 "$SP" sim --model llama-3-8b --gpu no-such-gpu --gpus 8
 expect_err_line "gpu.*no-such-gpu"
 expect_rc 2 "$SP" sim --gpu h100-sxm --gpus 8
 expect_err_line "model"
+# schedule rules (issue: v not dividing the layers, odd pp for dualpipe, too few micro-batches)
+for e in "interleaved --vpp 3:pp\*vpp \(12\) does not divide num_hidden_layers \(80\)" \
+	 "dualpipe --pp 3 --gpus 24:dualpipe needs an even pp \(3\)" \
+	 "zb-v --gbs 2:zb-v needs at least pp \(4\) micro-batches"; do
+	args=${e%%:*}; pat=${e#*:}
+	expect_rc 2 "$SP" sim --model llama-3-70b --gpu h100-sxm --gpus 32 --tp 8 --pp 4 --mbs 1 --gbs 32 --seq 4096 --schedule $args --engine event
+	expect_err_line "$pat"
+done
 printf '{"tp": 8,' >"$TMP/malformed.json"
 expect_rc 2 "$SP" sim "${BASE[@]}" --plan "$TMP/malformed.json"
 expect_err_line "plan.*malformed JSON"

@@ -1,6 +1,7 @@
 # scaleplan tune: JSON shape, recording in the store, export of a stored finalist, db verbs,
 # an impossible request (exit 3 with the closest plan and remedies), the report files and the
-# pictures they link.
+# pictures they link; --gbs-tokens suffixes (powers of two), no progress bar off a terminal,
+# layer splits of uneven models (table column, --json stage_layers, store, Megatron export).
 . "$(dirname "$0")/lib.sh"
 DB="$TMP/t.db"
 expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --top 5 --db "$DB" --json
@@ -56,4 +57,71 @@ expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096
 expect_err_line 'are required'
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 8 --fix frob=1
 expect_err_line "unknown key 'frob'"
+# --gbs-tokens: K, M, G are powers of two (4M / 4096 = 1024 sequences, 64K / 4096 = 16)
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs-tokens 4M --top 2 --no-db --json
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["gbs"] == 1024' "$TMP/out" && ok || bad "--gbs-tokens 4M"
+[ ! -s "$TMP/err" ] && ok || bad "stderr is not a terminal: no progress bar ($(head -c 100 "$TMP/err"))"
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs-tokens 64K --top 2 --no-db --json
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["gbs"] == 16' "$TMP/out" && ok || bad "--gbs-tokens 64K"
+expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs-tokens 4X
+expect_err_line "unknown suffix in '4X'"
+expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 1 --gbs-tokens 1T
+expect_err_line 'more than 67108864'
+# DeepSeek-V3 (61 layers, 3 dense) on pp 4: every finalist carries a split of 4 stages summing
+# to 61 and is faster than the default one; the winner's first stage (3 cheap dense layers +
+# embedding) holds more layers than its last (LM head + loss); the split is stored and exported
+# as Megatron's first/last stage flags
+DB2="$TMP/split.db"
+expect_rc 0 "$SP" tune --model deepseek-v3 --gpu h100-sxm --gpus 256 --seq 4096 --gbs 512 --top 3 --fix pp=4 --fix schedule=1f1b --db "$DB2" --json
+python3 - "$TMP/out" <<'PY' && ok || bad "deepseek pp4 stage_layers"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["plans"]) == 3
+for p in d["plans"]:
+    s = p["stage_layers"]
+    assert len(s) == 4 and sum(s) == 61, s
+    assert p["split"] != "default" and p["analytic_step_time_s"] < p["default_split_step_time_s"]
+# a memory-capped split may keep the default layers and recompute fewer of them; the winner moves layers
+assert d["plans"][0]["stage_layers"][0] > d["plans"][0]["stage_layers"][3]
+PY
+expect_rc 0 "$SP" tune --model deepseek-v3 --gpu h100-sxm --gpus 256 --seq 4096 --gbs 512 --top 3 --fix pp=4 --fix schedule=1f1b --no-db
+expect_out ' layers +step'
+expect_out ' 1f1b +tp-[a-z-]+ +1[6-9]/1[0-9][0-9x/]* '
+expect_out 'split, analytical step [0-9.]+ s vs [0-9.]+ s with the default split'
+expect_rc 0 "$SP" export --db "$DB2" --id 1 --format megatron
+if grep -q -- '--decoder-first-pipeline-num-layers' "$TMP/out"; then
+	grep -Eq -- '^--decoder-first-pipeline-num-layers 1[6-9] \\$' "$TMP/out" && grep -Eq -- '^--decoder-last-pipeline-num-layers 1[0-9] \\$' "$TMP/out" && ok || bad "first/last flags"
+else
+	grep -Eq -- '^--pipeline-model-parallel-layout "Et+\|t+\|t+\|t+L" \\$' "$TMP/out" && ok || bad "layout flag"
+fi
+# 61 layers: no v splits them evenly over pp 4, so interleaving is offered on an uneven split
+expect_rc 0 "$SP" tune --model deepseek-v3 --gpu h100-sxm --gpus 256 --seq 4096 --gbs 512 --top 2 --fix pp=4 --fix schedule=interleaved --no-db --json
+python3 - "$TMP/out" <<'PY' && ok || bad "deepseek interleaved uneven split"
+import json, sys
+for p in json.load(open(sys.argv[1]))["plans"]:
+    s = p["stage_layers"]
+    assert p["schedule"] == "interleaved" and len(s) == 4 * p["vpp"] and sum(s) == 61 and min(s) >= 1, s
+PY
+expect_rc 2 "$SP" tune --model deepseek-v3 --gpu h100-sxm --gpus 256 --seq 4096 --gbs 512 --fix stage_layers=15,15,16,15
+expect_err_line 'fix stage_layers: the tuner balances'
+# a heavy LM head (256k vocabulary, 16 layers): fewer layers on the last stage
+cat > "$TMP/heavy.json" <<'J'
+{"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+ "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 256000, "max_position_embeddings": 4096}
+J
+expect_rc 0 "$SP" tune --model "$TMP/heavy.json" --gpu h100-sxm --gpus 8 --seq 2048 --gbs 32 --top 3 --fix pp=4 --fix tp=1 --fix schedule=1f1b --no-db --json
+python3 - "$TMP/out" <<'PY' && ok || bad "heavy head split"
+import json, sys
+for p in json.load(open(sys.argv[1]))["plans"]:
+    s = p["stage_layers"]
+    assert sum(s) == 16 and s[3] < s[0] and s[3] < 4, s
+PY
+# nothing fits with the default split; the closest plan fits with layers moved off its first
+# stage: exit 0, one finalist, marked as fitting only with its split
+cat > "$TMP/wide.json" <<'J'
+{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 16, "num_attention_heads": 32,
+ "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 256000, "max_position_embeddings": 32768}
+J
+expect_rc 0 "$SP" tune --model "$TMP/wide.json" --gpu h100-sxm --gpus 4 --seq 16384 --gbs 16 --fix pp=4 --fix schedule=1f1b --no-db
+expect_out '^#1: fits only with a (memory-capped|time-balanced) split'
 summary

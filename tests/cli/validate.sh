@@ -49,6 +49,10 @@ json_check "$TMP/small.json" 'd["rows"] == 4 and len(d["results"]) == 4 and d["s
 json_check "$TMP/small.json" '[r["id"] for r in d["results"]] == ["T1","T2","T3","T4"]'
 # the unknown micro_batch is filled with a stated default
 json_check "$TMP/small.json" '"assumed" in d["results"][2] and "assumed" not in d["results"][0]'
+# the worst rank's peak is at least the compared memory; the parts (model states, activations,
+# logits, buffers) are non-negative and leave room for the allocator overhead on top
+json_check "$TMP/small.json" 'all(r["pred_peak_gib"] >= r["pred_mem_gib"] - 1e-9 for r in d["results"])'
+json_check "$TMP/small.json" 'all(min(r["pred_mem_parts_gib"].values()) >= 0 and sum(r["pred_mem_parts_gib"].values()) < r["pred_mem_gib"] for r in d["results"])'
 
 # Scores recomputed from the per-row results with their definitions (validate.h): APE over ok
 # rows with measured tokens/s, mean and median; memory APE over ok rows with memory; fit accuracy
