@@ -32,7 +32,8 @@
  * Invariant a reader could not guess: pp_step zeroes, then fully computes, the gradients of
  * the tensors this rank holds (its chunks' layers; embedding on stage 0 and, when tied, on
  * the last stage; final norm and LM head on the last stage); other tensors of the models are
- * never read or written, so the models may later hold only those layer ranges. */
+ * never read or written, so the models may hold only those (pp_create_sharded builds such
+ * shards; each copy is then indexed by its own spec table). */
 #ifndef SCALEPLAN_PP_H
 #define SCALEPLAN_PP_H
 
