@@ -32,8 +32,14 @@ static void run_usage(FILE *f)
 		"           [--resume DIR] [--dump-weights FILE] [--lr X] [--comm-timeout S]\n"
 		"           [--bucket-params N]\n\n"
 		"Trains the model with the plan on the CPU runtime, one MPI rank per GPU of the plan\n"
-		"(--gpus defaults to the number of ranks). Supported now: data parallelism with --zero 0-3\n"
-		"and tp = pp = cp = ep = 1; other plans stop with \"not yet supported by the runtime\".\n"
+		"(--gpus defaults to the number of ranks). Every parallel dimension runs: tp (with --sp),\n"
+		"pp with each --schedule (and --vpp for interleaved), cp (ring attention over zig-zag\n"
+		"rows), ep (MoE experts split inside dp*cp; needs tp 1), and dp with --zero 0-3; ZeRO needs\n"
+		"ep = 1, ZeRO-3 also pp = 1, and DualPipe runs at ZeRO 0 (other plans stop with \"not yet\n"
+		"supported by the runtime\"). Under a pipeline, ZeRO 2 reduces once per step as ZeRO 1. Each rank\n"
+		"builds only its shard: its TP slices, its pipeline stages' layers, its experts.\n"
+		"--recompute full|selective is accepted but the runtime keeps every activation, so the\n"
+		"numerics are those of --recompute none.\n"
 		"Arithmetic is fp32 whatever --precision says; --gpu (default " DEFAULT_GPU ") only feeds\n"
 		"the plan's validation.\n\n"
 		"  --steps K          train until K optimizer steps are done (a resumed run counts the\n"
@@ -51,8 +57,8 @@ static void run_usage(FILE *f)
 		"                     peak_mem_bytes_per_rank, peak_rss_bytes_per_rank\n"
 		"  --trace FILE.json  measured Chrome Trace Event JSON: ph \"X\" events, pid = rank,\n"
 		"                     tid = stream (thread_name metadata; cat repeats it): 0 \"compute\"\n"
-		"                     (F, BW, optimizer; args {mb, chunk, stage, layers: [first,\n"
-		"                     last]}) or 1 \"comm\" (allreduce, reduce_scatter,\n"
+		"                     (F, B, W, BW: args {mb, chunk, stage, layers: count,\n"
+		"                     first_layer}; optimizer: args {stage}) or 1 \"comm\" (allreduce, reduce_scatter,\n"
 		"                     allgather: from the first bucket's start to the last wait's\n"
 		"                     end; at ZeRO-3 each unit's gather from its call to its wait and\n"
 		"                     the step's final wait for the unit reduce-scatters),\n"
@@ -227,8 +233,11 @@ static int write_trace(struct ctx *x, struct trainer *t, const char *path, char 
 					train_ev_name((int)e[2]), stream_name((int)e[3]), r, (int)e[3], e[0] * 1e6,
 					(e[1] - e[0]) * 1e6);
 				if ((int)e[3] == EV_COMPUTE && e[7] >= 0)
-					fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": [%d, %d]}",
-						(int)e[4], (int)e[5], (int)e[6], (int)e[7], (int)e[8] - 1);
+					fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": %d, "
+						   "\"first_layer\": %d}",
+						(int)e[4], (int)e[5], (int)e[6], (int)(e[8] - e[7]), (int)e[7]);
+				else if ((int)e[3] == EV_COMPUTE && e[6] >= 0)
+					fprintf(f, ", \"args\": {\"stage\": %d}", (int)e[6]);
 				fprintf(f, "}");
 			}
 		}

@@ -10,6 +10,7 @@
 #include "kernels/cpu.h"
 #include "runtime/ctx.h"
 #include "runtime/pp.h"
+#include "runtime/zero.h"
 #include "sim/util.h"
 
 #define RECV_AHEAD 2     /* receives kept posted ahead of use, per peer */
@@ -53,7 +54,8 @@ struct pp {
 	struct pp_send *sends;
 	int nsends, cap_sends;
 	unsigned char *hold[2];        /* per spec of each copy: HOLD | COUNT */
-	int embed_spec;
+	int embed_spec[2];             /* per copy: spec of the embedding, -1 when not held */
+	int own_models;                /* pp_create_sharded: the models are the executor's */
 	int has_first, has_last;       /* this rank holds stage 0 / the last stage of some copy */
 	int tied_sum;                  /* a tied embedding is used on several ranks or copies */
 	float *tied_buf;
@@ -86,7 +88,7 @@ static int check_cfg(const struct pp_cfg *c, char *err)
 	if (s->ndirs == 2) {
 		const struct llama *m1 = c->models[1];
 		if (m1 == m) return errf(err, "pp: dualpipe needs two distinct model copies");
-		if (m1->n_params != m->n_params || m1->cfg.layers != m->cfg.layers || m1->cfg.hidden != m->cfg.hidden)
+		if (m1->cfg.layers != m->cfg.layers || m1->cfg.hidden != m->cfg.hidden)
 			return errf(err, "pp: dualpipe model copies differ in shape");
 	}
 	if (!c->stage_layers) return errf(err, "pp: no stage_layers given");
@@ -98,8 +100,11 @@ static int check_cfg(const struct pp_cfg *c, char *err)
 	}
 	if (sum != m->cfg.layers)
 		return errf(err, "pp: stage_layers sum to %d, not the model's layers (%d)", sum, m->cfg.layers);
-	if (!m->cfg.tied && m->lm_head != m->final_norm + (size_t)m->cfg.hidden)
-		return errf(err, "pp: model layout: lm_head does not follow final_norm");
+	for (int d = 0; d < s->ndirs; d++) {
+		const struct llama *md = c->models[d];
+		if (!md->cfg.tied && md->final_norm != SIZE_MAX && md->lm_head != md->final_norm + (size_t)md->cfg.hidden)
+			return errf(err, "pp: model layout: lm_head does not follow final_norm");
+	}
 	return 0;
 }
 
@@ -241,39 +246,57 @@ out:
 	return rc;
 }
 
-/* Which tensors of which copy this rank holds and counts once in the global norm. */
+/* The specs of copy `m` that are its embedding, final norm and (untied) LM head; -1 where
+ * the model does not hold them (a shard of other stages). */
+static void head_specs(const struct llama *m, int *embed, int *fn, int *head)
+{
+	*embed = *fn = *head = -1;
+	for (int i = 0; i < m->n_specs; i++) {
+		if (m->specs[i].layer >= 0) continue;
+		if (m->specs[i].offset == m->embed) *embed = i;
+		else if (m->specs[i].offset == m->final_norm) *fn = i;
+		else if (!m->cfg.tied && m->specs[i].offset == m->lm_head) *head = i;
+	}
+}
+
+/* Which tensors of which copy this rank holds and counts once in the global norm. Each copy
+ * is indexed by its own spec table (a shard holds only its stages' tensors). */
 static int mark_holdings(struct pp *p, char *err)
 {
 	const struct sched *s = p->s;
 	const struct llama *m = p->models[0];
-	p->embed_spec = -1;
-	int fn_spec = -1, head_spec = -1;
-	for (int i = 0; i < m->n_specs; i++) {
-		if (m->specs[i].offset == m->embed && m->specs[i].layer < 0) p->embed_spec = i;
-		if (m->specs[i].offset == m->final_norm && m->specs[i].layer < 0) fn_spec = i;
-		if (!m->cfg.tied && m->specs[i].offset == m->lm_head && m->specs[i].layer < 0) head_spec = i;
-	}
-	if (p->embed_spec < 0 || fn_spec < 0 || (!m->cfg.tied && head_spec < 0))
-		return errf(err, "pp: model has no embed, final_norm or lm_head tensor");
 	for (int c = 0; c < p->ncopies; c++) {
-		p->hold[c] = calloc((size_t)m->n_specs, 1);
+		p->hold[c] = calloc((size_t)p->models[c]->n_specs + 1, 1);
 		if (!p->hold[c]) return errf(err, "pp: out of memory");
 	}
+	p->embed_spec[0] = p->embed_spec[1] = -1;
 	for (int ch = 0; ch < s->chunks; ch++) {
 		int dir = op_dir(s, ch), st = sched_stage(s, p->rank, ch, dir);
+		const struct llama *md = p->models[dir];
+		int es, fs, hs;
+		head_specs(md, &es, &fs, &hs);
 		unsigned char *h = p->hold[dir], cnt = dir == 0 ? COUNT : 0;
-		for (int i = 0; i < m->n_specs; i++) {
-			int l = m->specs[i].layer;
-			if (l >= p->layer0[st] && l < p->layer0[st + 1]) h[i] |= HOLD | cnt;
+		for (int i = 0; i < md->n_specs; i++) {
+			int l = md->specs[i].layer;
+			if (l >= p->layer0[st] && l < p->layer0[st + 1]) {
+				if (!llama_holds_layer(md, l))
+					return errf(err, "pp: model copy %d lacks layer %d of stage %d", dir, l, st);
+				h[i] |= HOLD | cnt;
+			}
 		}
 		if (st == 0) {
-			h[p->embed_spec] |= HOLD | cnt;
+			if (es < 0) return errf(err, "pp: model copy %d lacks the embedding of stage 0", dir);
+			h[es] |= HOLD | cnt;
+			p->embed_spec[dir] = es;
 			p->has_first = 1;
 		}
 		if (st == s->nstages - 1) {
-			h[fn_spec] |= HOLD | cnt;
-			if (head_spec >= 0) h[head_spec] |= HOLD | cnt;
-			else h[p->embed_spec] |= HOLD; /* tied: counted where stage 0 lives */
+			if (fs < 0 || (hs < 0 && (!md->cfg.tied || es < 0)))
+				return errf(err, "pp: model copy %d lacks the final norm or LM head of the last stage", dir);
+			h[fs] |= HOLD | cnt;
+			if (hs >= 0) h[hs] |= HOLD | cnt;
+			else h[es] |= HOLD; /* tied: counted where stage 0 lives */
+			if (md->cfg.tied) p->embed_spec[dir] = es;
 			p->has_last = 1;
 		}
 	}
@@ -281,14 +304,14 @@ static int mark_holdings(struct pp *p, char *err)
 	sched_locate(s, 0, 0, &r0, &c);
 	sched_locate(s, 0, s->nstages - 1, &rl, &c);
 	p->tied_sum = m->cfg.tied && (s->ndirs == 2 || r0 != rl);
-	if (p->tied_sum && !(p->tied_buf = malloc(sizeof(float) * m->specs[p->embed_spec].numel)))
-		return errf(err, "pp: out of memory");
+	size_t en = (size_t)m->cfg.vocab * (size_t)m->cfg.hidden;
+	if (p->tied_sum && !(p->tied_buf = malloc(sizeof(float) * en))) return errf(err, "pp: out of memory");
 	if (s->ndirs == 2) {
 		p->partner = s->pp - 1 - p->rank;
 		for (int cp = 0; cp < 2; cp++)
-			for (int i = 0; i < m->n_specs; i++)
-				if ((p->hold[cp][i] & HOLD) && !(p->tied_sum && i == p->embed_spec))
-					p->xlen[cp] += m->specs[i].numel;
+			for (int i = 0; i < p->models[cp]->n_specs; i++)
+				if ((p->hold[cp][i] & HOLD) && !(p->tied_sum && i == p->embed_spec[cp]))
+					p->xlen[cp] += p->models[cp]->specs[i].numel;
 		size_t n = p->xlen[0] + p->xlen[1];
 		p->xsend = malloc(sizeof(float) * (n ? n : 1));
 		p->xrecv = malloc(sizeof(float) * (n ? n : 1));
@@ -328,8 +351,24 @@ int pp_create(const struct pp_cfg *cfg, struct pp **out, char *err)
 		p->times = calloc(p->nops + 1, sizeof *p->times);
 		p->pool = malloc(sizeof(float *) * 1);
 		if (!p->sets || !p->times || !p->pool) rc = errf(err, "pp: out of memory");
+		/* the sets serve every copy: slots for the layers any copy holds (DualPipe's
+		 * sharded copies hold different layers) */
+		struct llama view = *p->models[0];
+		unsigned char *held = malloc((size_t)view.cfg.layers + 1);
+		if (!held) rc = errf(err, "pp: out of memory");
+		for (int l = 0; l < view.cfg.layers && !rc; l++)
+			held[l] = llama_holds_layer(p->models[0], l) ||
+			          (p->ncopies == 2 && llama_holds_layer(p->models[1], l));
+		view.held = held;
 		for (int i = 0; i < p->nsets && !rc; i++)
-			rc = llama_acts_create(&p->sets[i], p->models[0], p->B, p->T, split_w, err);
+			rc = llama_acts_create(&p->sets[i], &view, p->B, p->T, split_w, err);
+		free(held);
+		if (!rc && p->nsets) {
+			/* under context parallelism a rank holds T/cp rows of each sequence, under
+			 * sequence parallelism 1/tp of the residual stream's rows */
+			p->N = p->sets[0]->N;
+			p->msg_floats = (size_t)p->sets[0]->Nl * (size_t)p->models[0]->cfg.hidden;
+		}
 	}
 	if (rc) {
 		pp_destroy(p);
@@ -390,6 +429,10 @@ void pp_destroy(struct pp *p)
 	free(p->times);
 	free(p->ops);
 	free(p->layer0);
+	if (p->own_models) {
+		llama_destroy(p->models[0]);
+		llama_destroy(p->models[1]);
+	}
 	sched_destroy(p->own_sched);
 	free(p);
 }
@@ -402,12 +445,18 @@ void pp_set_ready_hook(struct pp *p, pp_ready_fn fn, void *arg)
 
 int pp_act_sets(const struct pp *p) { return p->nsets; }
 int pp_msg_buffers(const struct pp *p) { return p->nbufs; }
+double pp_act_bytes(const struct pp *p)
+{
+	double b = 4.0 * (double)p->nbufs * (double)p->msg_floats;
+	for (int i = 0; i < p->nsets; i++) b += 4.0 * ((double)p->sets[i]->n_floats + (double)p->sets[i]->n_ints);
+	return b;
+}
 int pp_copies(const struct pp *p) { return p->ncopies; }
 const struct sched *pp_sched(const struct pp *p) { return p->s; }
 
 int pp_holds(const struct pp *p, int copy, int spec)
 {
-	if (copy < 0 || copy >= p->ncopies || spec < 0 || spec >= p->models[0]->n_specs) return 0;
+	if (copy < 0 || copy >= p->ncopies || spec < 0 || spec >= p->models[copy]->n_specs) return 0;
 	return p->hold[copy][spec] & HOLD;
 }
 
@@ -523,8 +572,8 @@ static int fire_chunk(struct pp *p, int ch, char *err)
 	const struct sched *s = p->s;
 	int dir = op_dir(s, ch), st = sched_stage(s, p->rank, ch, dir), l0 = p->layer0[st], l1 = p->layer0[st + 1];
 	const struct llama *m = p->models[dir];
-	const struct param_spec *e = &m->specs[p->embed_spec];
-	int tied = m->cfg.tied;
+	int tied = m->cfg.tied, es, fs, hs;
+	head_specs(m, &es, &fs, &hs);
 	if (l1 > l0) {
 		size_t lo = SIZE_MAX, hi = 0;
 		for (int i = 0; i < m->n_specs; i++) {
@@ -535,9 +584,10 @@ static int fire_chunk(struct pp *p, int ch, char *err)
 		}
 		if (fire(p, dir, PP_PART_LAYERS, l0, l1, lo, hi - lo, err)) return -1;
 	}
-	if (st == 0 && !tied && fire(p, dir, PP_PART_EMBED, -1, -1, e->offset, e->numel, err)) return -1;
+	if (st == 0 && !tied && fire(p, dir, PP_PART_EMBED, -1, -1, m->specs[es].offset, m->specs[es].numel, err))
+		return -1;
 	if (st == s->nstages - 1) {
-		size_t n = (size_t)m->cfg.hidden + (tied ? 0 : (size_t)m->cfg.vocab * (size_t)m->cfg.hidden);
+		size_t n = m->specs[fs].numel + (hs >= 0 ? m->specs[hs].numel : 0);
 		if (fire(p, dir, PP_PART_HEAD, -1, -1, m->final_norm, n, err)) return -1;
 	}
 	return 0;
@@ -598,12 +648,11 @@ static int run_op(struct pp *p, size_t i, const int *tokens, const int *targets,
 /* DualPipe: copy 0 here and copy 1 on the partner hold the same stage; add each other's. */
 static int exchange_copies(struct pp *p, char *err)
 {
-	const struct llama *m = p->models[0];
 	size_t at = 0;
 	for (int c = 0; c < 2; c++)
-		for (int i = 0; i < m->n_specs; i++)
-			if ((p->hold[c][i] & HOLD) && !(p->tied_sum && i == p->embed_spec)) {
-				const struct param_spec *sp = &m->specs[i];
+		for (int i = 0; i < p->models[c]->n_specs; i++)
+			if ((p->hold[c][i] & HOLD) && !(p->tied_sum && i == p->embed_spec[c])) {
+				const struct param_spec *sp = &p->models[c]->specs[i];
 				memcpy(p->xsend + at, p->models[c]->grads + sp->offset, sizeof(float) * sp->numel);
 				at += sp->numel;
 			}
@@ -612,9 +661,9 @@ static int exchange_copies(struct pp *p, char *err)
 	at = 0;
 	for (int k = 0; k < 2; k++) {
 		int c = 1 - k;
-		for (int i = 0; i < m->n_specs; i++)
-			if ((p->hold[c][i] & HOLD) && !(p->tied_sum && i == p->embed_spec)) {
-				const struct param_spec *sp = &m->specs[i];
+		for (int i = 0; i < p->models[c]->n_specs; i++)
+			if ((p->hold[c][i] & HOLD) && !(p->tied_sum && i == p->embed_spec[c])) {
+				const struct param_spec *sp = &p->models[c]->specs[i];
 				float *g = p->models[c]->grads + sp->offset;
 				for (size_t j = 0; j < sp->numel; j++) g[j] += p->xrecv[at + j];
 				at += sp->numel;
@@ -626,17 +675,21 @@ static int exchange_copies(struct pp *p, char *err)
 /* A tied embedding is used by stage 0 and the last stage (of each direction): sum over all. */
 static int sum_tied(struct pp *p, char *err)
 {
-	const struct param_spec *e = &p->models[0]->specs[p->embed_spec];
-	memset(p->tied_buf, 0, sizeof(float) * e->numel);
-	for (int c = 0; c < p->ncopies; c++)
-		if (p->hold[c][p->embed_spec] & HOLD) {
-			const float *g = p->models[c]->grads + e->offset;
-			for (size_t j = 0; j < e->numel; j++) p->tied_buf[j] += g[j];
-		}
-	if (comm_allreduce(p->comm, p->tied_buf, p->tied_buf, e->numel, COMM_F32, err)) return -1;
-	for (int c = 0; c < p->ncopies; c++)
-		if (p->hold[c][p->embed_spec] & HOLD)
-			memcpy(p->models[c]->grads + e->offset, p->tied_buf, sizeof(float) * e->numel);
+	const struct llama *m = p->models[0];
+	size_t n = (size_t)m->vocab_local * (size_t)m->cfg.hidden; /* this TP rank's vocabulary rows */
+	memset(p->tied_buf, 0, sizeof(float) * n);
+	for (int c = 0; c < p->ncopies; c++) {
+		int e = p->embed_spec[c];
+		if (e < 0 || !(p->hold[c][e] & HOLD)) continue;
+		const float *g = p->models[c]->grads + p->models[c]->specs[e].offset;
+		for (size_t j = 0; j < n; j++) p->tied_buf[j] += g[j];
+	}
+	if (comm_allreduce(p->comm, p->tied_buf, p->tied_buf, n, COMM_F32, err)) return -1;
+	for (int c = 0; c < p->ncopies; c++) {
+		int e = p->embed_spec[c];
+		if (e >= 0 && (p->hold[c][e] & HOLD))
+			memcpy(p->models[c]->grads + p->models[c]->specs[e].offset, p->tied_buf, sizeof(float) * n);
+	}
 	return 0;
 }
 
@@ -651,10 +704,12 @@ static int finish_step(struct pp *p, float *loss, char *err)
 	if (p->tied_sum && sum_tied(p, err)) return -1;
 	for (int ch = 0; ch < p->s->chunks && p->s->ndirs == 2; ch++)
 		if (fire_chunk(p, ch, err)) return -1;
-	const struct param_spec *e = &p->models[0]->specs[p->embed_spec];
-	for (int c = 0; c < p->ncopies && p->models[0]->cfg.tied; c++)
-		if ((p->hold[c][p->embed_spec] & HOLD) && fire(p, c, PP_PART_EMBED, -1, -1, e->offset, e->numel, err))
-			return -1;
+	for (int c = 0; c < p->ncopies && p->models[0]->cfg.tied; c++) {
+		int e = p->embed_spec[c];
+		if (e < 0 || !(p->hold[c][e] & HOLD)) continue;
+		const struct param_spec *es = &p->models[c]->specs[e];
+		if (fire(p, c, PP_PART_EMBED, -1, -1, es->offset, es->numel, err)) return -1;
+	}
 	double sum = p->loss_sum;
 	if (comm_allreduce(p->comm, &sum, &sum, 1, COMM_F64, err)) return -1;
 	if (loss) *loss = (float)(sum / p->m);
@@ -687,18 +742,46 @@ int pp_step(struct pp *p, const int *tokens, const int *targets, float *loss, ch
 
 int pp_adamw_step(struct pp *p, const struct adamw_opts *o, float *grad_norm, char *err)
 {
+	return pp_adamw_step_par(p, o, NULL, 0, grad_norm, err);
+}
+
+/* Whether copy-0 tensor i enters this rank's share of the global norm: counted on this
+ * pipeline rank, and (shards) TP-replicated tensors on TP rank 0, all but routed experts on
+ * EP rank 0 (llama_grad_sumsq's rule). */
+static int counts(const struct pp *p, int c, int i)
+{
+	const struct llama *m = p->models[c];
+	const struct param_spec *s = &m->specs[i];
+	if (!(p->hold[c][i] & COUNT)) return 0;
+	if (s->shard == SHARD_REPLICATED && m->tp_rank != 0) return 0;
+	if (s->shard != SHARD_EXPERT && m->ep_rank != 0) return 0;
+	return 1;
+}
+
+int pp_adamw_step_par(struct pp *p, const struct adamw_opts *o, struct comm *const *groups, int ngroups,
+                      float *grad_norm, char *err)
+{
 	if (p->broken) return errf(err, "pp: an earlier step failed; the executor cannot run again");
+	if (ngroups > 4) return errf(err, "pp: at most 4 extra groups for the gradient norm");
 	double sumsq = 0.0;
 	for (int c = 0; c < p->ncopies; c++) {
 		const struct llama *m = p->models[c];
 		for (int i = 0; i < m->n_specs; i++)
-			if (p->hold[c][i] & COUNT) {
+			if (counts(p, c, i)) {
 				float part = 0.0f;
 				grad_sumsq(&part, m->grads + m->specs[i].offset, m->specs[i].numel);
 				sumsq += part;
 			}
 	}
-	if (comm_allreduce(p->comm, &sumsq, &sumsq, 1, COMM_F64, err)) return -1;
+	struct comm *all[8];
+	int n = 0;
+	all[n++] = p->comm;
+	all[n++] = p->models[0]->tp;
+	all[n++] = p->models[0]->ep;
+	for (int i = 0; i < ngroups; i++) all[n++] = groups[i];
+	double nrm;
+	if (grad_norm_global(sumsq, all, n, &nrm, err)) return -1;
+	sumsq = nrm * nrm;
 	const float scale = grad_clip_factor((float)sumsq, o->max_grad_norm);
 	for (int c = 0; c < p->ncopies; c++) {
 		struct llama *m = p->models[c];
@@ -712,5 +795,66 @@ int pp_adamw_step(struct pp *p, const struct adamw_opts *o, float *grad_norm, ch
 		}
 	}
 	if (grad_norm) *grad_norm = sqrtf((float)sumsq);
+	return 0;
+}
+
+struct llama *pp_model(const struct pp *p, int copy)
+{
+	return copy >= 0 && copy < p->ncopies ? p->models[copy] : NULL;
+}
+
+int pp_copy_par(const struct sched *s, int rank, const int *stage_layers, int copy,
+                struct llama_layer_range *ranges, int *n_ranges, int *has_embed, int *has_head)
+{
+	*n_ranges = *has_embed = *has_head = 0;
+	for (int ch = 0; ch < s->chunks; ch++) {
+		if (op_dir(s, ch) != copy) continue;
+		int st = sched_stage(s, rank, ch, copy), l0 = 0;
+		for (int i = 0; i < st; i++) l0 += stage_layers[i];
+		if (stage_layers[st] > 0) ranges[(*n_ranges)++] = (struct llama_layer_range){l0, l0 + stage_layers[st]};
+		if (st == 0) *has_embed = 1;
+		if (st == s->nstages - 1) *has_head = 1;
+	}
+	return 0;
+}
+
+int pp_create_sharded(const struct ctx *x, const struct model *cfg, const struct llama_opts *lo,
+                      const struct llama_par *base, struct pp **out, char *err)
+{
+	*out = NULL;
+	const struct plan *pl = &x->plan;
+	int vpp = pl->schedule == SCHED_INTERLEAVED ? pl->vpp : 1;
+	if (pl->dp <= 0 || pl->mbs <= 0 || pl->gbs <= 0)
+		return errf(err, "pp: plan has no resolved dp, mbs and gbs (call plan_resolve)");
+	struct sched *s = sched_create(pl->schedule, pl->pp, plan_microbatches(pl), vpp, err);
+	if (!s) return -1;
+	struct llama *models[2] = {NULL, NULL};
+	struct llama_layer_range *ranges = malloc(sizeof(*ranges) * ((size_t)s->chunks + 1));
+	int rc = ranges ? 0 : errf(err, "pp: out of memory");
+	if (!rc && pl->nstage_layers != s->nstages)
+		rc = errf(err, "pp: plan has %d stage_layers entries but %s has %d stages (call plan_resolve)",
+		          pl->nstage_layers, schedule_name(pl->schedule), s->nstages);
+	int rank = comm_rank(ctx_comm(x, GROUP_PP));
+	for (int d = 0; d < s->ndirs && !rc; d++) {
+		struct llama_par par = *base;
+		pp_copy_par(s, rank, pl->stage_layers, d, ranges, &par.n_ranges, &par.has_embed, &par.has_head);
+		par.ranges = ranges;
+		if (!par.n_ranges) /* a shard with no range would mean every layer */
+			rc = errf(err, "pp: pipeline rank %d's stages hold no decoder layer (stage_layers); "
+			          "the runtime needs at least one per rank", rank);
+		if (!rc) rc = llama_create_par(&models[d], cfg, lo, &par, err);
+	}
+	free(ranges);
+	struct pp_cfg c = {.sched = s, .comm = ctx_comm(x, GROUP_PP), .stage_layers = pl->stage_layers,
+	                   .models = {models[0], models[1]}, .B = pl->mbs, .T = pl->seq};
+	if (!rc) rc = pp_create(&c, out, err);
+	if (rc) {
+		llama_destroy(models[0]);
+		llama_destroy(models[1]);
+		sched_destroy(s);
+		return -1;
+	}
+	(*out)->own_sched = s;
+	(*out)->own_models = 1;
 	return 0;
 }

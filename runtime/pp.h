@@ -32,7 +32,8 @@
  * Invariant a reader could not guess: pp_step zeroes, then fully computes, the gradients of
  * the tensors this rank holds (its chunks' layers; embedding on stage 0 and, when tied, on
  * the last stage; final norm and LM head on the last stage); other tensors of the models are
- * never read or written, so the models may later hold only those layer ranges. */
+ * never read or written, so the models may hold only those (pp_create_sharded builds such
+ * shards; each copy is then indexed by its own spec table). */
 #ifndef SCALEPLAN_PP_H
 #define SCALEPLAN_PP_H
 
@@ -81,7 +82,8 @@ void pp_destroy(struct pp *p);
 
 void pp_set_ready_hook(struct pp *p, pp_ready_fn fn, void *arg);
 
-/* One training step over the schedule's m micro-batches. tokens and targets are (m, B, T):
+/* One training step over the schedule's m micro-batches. tokens and targets are (m, B, T)
+ * (T/cp rows of each sequence under context parallelism, the rank's zig-zag rows):
  * micro-batch j of direction d is row d*mb_per_dir + j. tokens are read only where stage 0
  * lives and targets where the last stage lives (NULL is accepted elsewhere). *loss (may be
  * NULL) is the step's mean loss (cross-entropy + MoE aux), the same on every pipeline rank.
@@ -92,10 +94,31 @@ int pp_step(struct pp *p, const int *tokens, const int *targets, float *loss, ch
  * whole pipeline (each tensor counted once), then AdamW on every copy. *grad_norm may be NULL. */
 int pp_adamw_step(struct pp *p, const struct adamw_opts *o, float *grad_norm, char *err);
 
+/* pp_adamw_step with the norm also summed over the model's TP and EP groups and
+ * groups[0..ngroups) (at most 4, orthogonal to them and to the pipeline group), counting each
+ * tensor once: TP-replicated ones on TP rank 0, all but routed experts on EP rank 0. The
+ * gradients must already be reduced over data parallelism. */
+int pp_adamw_step_par(struct pp *p, const struct adamw_opts *o, struct comm *const *groups, int ngroups,
+                      float *grad_norm, char *err);
+
+/* The shard description of model copy `copy` on pipeline rank `rank`: the layer ranges of
+ * its chunks of that direction (at most s->chunks), whether it holds stage 0 (embedding)
+ * and the last stage (head). */
+int pp_copy_par(const struct sched *s, int rank, const int *stage_layers, int copy,
+                struct llama_layer_range *ranges, int *n_ranges, int *has_embed, int *has_head);
+/* As pp_create_from_ctx, but the executor builds and owns sharded models: each copy is
+ * llama_create_par(cfg, lo, base with this rank's layer ranges, embedding and head), so a
+ * rank allocates only its stages (base gives the TP, CP and EP groups). */
+int pp_create_sharded(const struct ctx *x, const struct model *cfg, const struct llama_opts *lo,
+                      const struct llama_par *base, struct pp **out, char *err);
+struct llama *pp_model(const struct pp *p, int copy);  /* NULL past the copies */
+
 int pp_act_sets(const struct pp *p);              /* activation sets in the pool */
 /* Message buffers (B*T*hidden floats each) allocated so far: at most the receives posted
  * ahead plus the sends not yet matched by their receiver. */
 int pp_msg_buffers(const struct pp *p);
+/* Bytes of the activation sets and the message buffers allocated so far. */
+double pp_act_bytes(const struct pp *p);
 int pp_copies(const struct pp *p);                /* model copies (2 for DualPipe) */
 /* 1 when this rank holds tensor `spec` of copy `copy` (see the invariant above). */
 int pp_holds(const struct pp *p, int copy, int spec);

@@ -4,11 +4,20 @@
  * embedding, unit 1+l decoder layer l, the last unit the final norm and LM head
  * (model.c lays tensors out in exactly this order). ZeRO 0-2 mark a unit's gradients ready as
  * soon as its backward is done; ZeRO-3 shards by these units and runs each layer on a view
- * of the model whose offsets are rebased into the gathered unit. */
+ * of the model whose offsets are rebased into the gathered unit.
+ *
+ * Model-parallel plans run on this rank's shard (llama_create_par), whose flat buffer keeps
+ * the same order over the tensors it holds, so the units above are this rank's tensors per
+ * layer. With pp > 1 the pipeline executor (runtime/pp.h) owns the shard's copies and runs
+ * the step's schedule; ZeRO 0 then reduces per tensor (dense over dp*cp, routed experts over
+ * expert-DP) after it, ZeRO 1/2 reduce-scatter the whole buffer once. Sequence parallelism's
+ * norm gradients are summed over TP per unit before a unit is reduced. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include "runtime/cp.h"
+#include "runtime/pp.h"
 #include "runtime/train.h"
 #include "runtime/zero.h"
 #include "sim/flops.h"
@@ -33,6 +42,17 @@ struct trainer {
 	struct train_event *ev;
 	size_t nev, cap;
 	double rs_start_s;             /* stages 0-2: when the first bucket started, or -1 */
+	/* ---- model parallelism (tp, pp, cp or ep > 1): a shard per rank, zero 0 ---- */
+	int par;
+	struct pp *pp;                 /* pp > 1: the executor, which owns the model copies */
+	struct llama *copy[2];         /* copy[0] == m; DualPipe's second copy */
+	int ncopies;
+	int Tl;                        /* rows of each sequence on this rank (seq/cp) */
+	int *mtok, *mtgt;              /* (micro, mbs, Tl): this rank's rows of the step's batch */
+	int *stage_l0;                 /* [nstages+1] first layer of each pipeline stage */
+	int *tok, *tgt;                /* the micro-batch in use: tokens/targets or mtok/mtgt */
+	struct decay_range *skip;      /* flat ranges left out of this rank's share of the norm */
+	int nskip;
 };
 
 void train_opts_default(struct train_opts *o)
@@ -52,19 +72,37 @@ const char *train_ev_name(int name)
 int train_supported(const struct plan *p, const struct model *m, char *err)
 {
 	static const char *const what = "not yet supported by the runtime";
-	if (p->tp != 1) return errf(err, "%s: tp %d (tensor parallelism; tp must be 1)", what, p->tp);
-	if (p->pp != 1) return errf(err, "%s: pp %d (pipeline parallelism; pp must be 1)", what, p->pp);
-	if (p->cp != 1) return errf(err, "%s: cp %d (context parallelism; cp must be 1)", what, p->cp);
-	if (p->ep != 1) return errf(err, "%s: ep %d (expert parallelism; ep must be 1)", what, p->ep);
-	if (p->vpp > 1) return errf(err, "%s: vpp %d (virtual pipeline stages; vpp must be 1)", what, p->vpp);
-	if (p->recompute != RC_NONE)
-		return errf(err, "%s: recompute %s (activations are always kept; use --recompute none)", what,
-			    recompute_name(p->recompute));
 	if (p->zero < 0 || p->zero > 3) return errf(err, "plan: zero (%d) must be 0..3", p->zero);
 	if (p->zero == 3 && m->tied)
 		return errf(err, "%s: zero 3 with tied embeddings (tie_word_embeddings)", what);
+	if (p->zero != 0 && p->ep > 1)
+		return errf(err, "%s: zero %d with ep %d (expert-parallel plans run with --zero 0)", what, p->zero, p->ep);
+	if (p->zero == 3 && p->pp > 1)
+		return errf(err, "%s: zero 3 with pp %d (pipeline plans run with --zero 0-2)", what, p->pp);
+	if (p->zero != 0 && p->pp > 1 && (p->schedule == SCHED_DUALPIPE))
+		return errf(err, "%s: zero %d with the dualpipe schedule (two model copies; use --zero 0)", what,
+		            p->zero);
 	if (p->mbs < 1 || p->seq < 1 || p->dp < 1 || p->gbs % (p->dp * p->mbs))
 		return errf(err, "plan: gbs (%d) must be a multiple of dp*mbs (%d*%d)", p->gbs, p->dp, p->mbs);
+	if (p->tp > 1 && (m->heads % p->tp || m->kv_heads % p->tp))
+		return errf(err, "plan: tp (%d) must divide the model's heads (%d) and kv_heads (%d)", p->tp, m->heads,
+		            m->kv_heads);
+	if (p->tp > 1 && m->vocab % p->tp)
+		return errf(err, "plan: tp (%d) must divide the model's vocab (%d)", p->tp, m->vocab);
+	if (p->tp > 1 && model_is_moe(m) && m->moe_ffn_hidden % p->tp)
+		return errf(err, "plan: tp (%d) must divide the model's moe_ffn_hidden (%d)", p->tp, m->moe_ffn_hidden);
+	if (p->tp > 1 && (!model_is_moe(m) || m->moe_dense_layers > 0) && m->ffn_hidden % p->tp)
+		return errf(err, "plan: tp (%d) must divide the model's ffn_hidden (%d)", p->tp, m->ffn_hidden);
+	if (p->tp > 1 && p->sp && (p->mbs * p->seq / (p->cp > 0 ? p->cp : 1)) % p->tp)
+		return errf(err, "plan: sequence parallelism needs tp (%d) to divide mbs*seq/cp (%d)", p->tp,
+		            p->mbs * p->seq / (p->cp > 0 ? p->cp : 1));
+	if (p->cp > 1 && p->seq % (2 * p->cp))
+		return errf(err, "plan: cp (%d) needs seq (%d) to be a multiple of 2*cp", p->cp, p->seq);
+	if (p->ep > 1 && (!model_is_moe(m) || m->moe_experts % p->ep))
+		return errf(err, "plan: ep (%d) needs a MoE model whose experts (%d) it divides", p->ep,
+		            model_is_moe(m) ? m->moe_experts : 0);
+	if (p->ep > 1 && p->tp > 1) return errf(err, "%s: ep %d with tp %d (expert parallelism needs tp 1)", what,
+	                                        p->ep, p->tp);
 	return 0;
 }
 
@@ -98,6 +136,7 @@ void train_clear_events(struct trainer *t) { t->nev = 0; }
 static void note_peak(struct trainer *t)
 {
 	double b = t->static_bytes;
+	if (t->pp) b += pp_act_bytes(t->pp);
 	if (t->z3) b += 4.0 * (double)zero3_peak_live(t->z3);
 	if (b > t->peak_bytes) t->peak_bytes = b;
 }
@@ -112,6 +151,8 @@ static double peak_rss_bytes(void)
 }
 
 /* ---- creation ----------------------------------------------------------------------- */
+
+static int build_decay(struct trainer *t, char *err);
 
 static int build_units(struct trainer *t, char *err)
 {
@@ -128,7 +169,13 @@ static int build_units(struct trainer *t, char *err)
 		if (t->bound[u] >= t->bound[u + 1] || (u == 0 && m->embed != 0))
 			return errf(err, "train: model %s's tensors are not laid out embed, layers, head",
 				    m->cfg.name);
-	/* decay ranges: runs of adjacent decayed tensors */
+	return build_decay(t, err);
+}
+
+/* Decay ranges: runs of adjacent decayed tensors. */
+static int build_decay(struct trainer *t, char *err)
+{
+	const struct llama *m = t->m;
 	t->decay = malloc(sizeof(*t->decay) * (size_t)m->n_specs);
 	if (!t->decay) return errf(err, "train: out of memory");
 	for (int i = 0; i < m->n_specs; i++) {
@@ -232,6 +279,94 @@ static int ranks_on_host(struct ctx *x, char *err)
 	return n;
 }
 
+/* Model parallelism: this rank's shard (tp with sp, cp, ep groups from the context), and for
+ * pp > 1 the pipeline executor with the plan's schedule, which builds the copies of this
+ * rank's stages. DualPipe's two copies get their params and moments in one buffer each so
+ * a checkpoint holds both. */
+static int share_buffer(float **a, float **b, size_t na, size_t nb, char *err)
+{
+	float *both = malloc(sizeof(float) * (na + nb + 1));
+	if (!both) return errf(err, "train: out of memory");
+	memcpy(both, *a, sizeof(float) * na);
+	memcpy(both + na, *b, sizeof(float) * nb);
+	free(*a);
+	free(*b);
+	*a = both;
+	*b = both + na;
+	return 0;
+}
+
+static int setup_par(struct trainer *t, const struct model *mc, const struct llama_opts *lo, char *err)
+{
+	const struct ctx *x = t->x;
+	const struct plan *p = &x->plan;
+	struct llama_par par;
+	llama_par_default(&par);
+	par.tp = ctx_comm(x, GROUP_TP);
+	par.sp = p->sp;
+	par.cp = ctx_comm(x, GROUP_CP);
+	par.ep = ctx_comm(x, GROUP_EP);
+	t->par = 1;
+	t->Tl = p->seq / p->cp;
+	if (p->pp > 1) {
+		if (pp_create_sharded(x, mc, lo, &par, &t->pp, err)) return -1;
+		t->ncopies = pp_copies(t->pp);
+		for (int c = 0; c < t->ncopies; c++) t->copy[c] = pp_model(t->pp, c);
+		t->m = t->copy[0];
+		if (t->ncopies == 2) {
+			struct llama *a = t->copy[0], *b = t->copy[1];
+			if (share_buffer(&a->params, &b->params, a->n_params, b->n_params, err) ||
+			    share_buffer(&a->m, &b->m, a->n_params, b->n_params, err) ||
+			    share_buffer(&a->v, &b->v, a->n_params, b->n_params, err))
+				return -1;
+		}
+		const struct sched *s = pp_sched(t->pp);
+		t->stage_l0 = malloc(sizeof(int) * ((size_t)s->nstages + 1));
+		if (!t->stage_l0) return errf(err, "train: out of memory");
+		t->stage_l0[0] = 0;
+		for (int i = 0; i < s->nstages; i++) t->stage_l0[i + 1] = t->stage_l0[i] + p->stage_layers[i];
+		size_t n = (size_t)t->micro * (size_t)p->mbs * (size_t)t->Tl;
+		t->mtok = malloc(sizeof(int) * n);
+		t->mtgt = malloc(sizeof(int) * n);
+		if (!t->mtok || !t->mtgt) return errf(err, "train: out of memory");
+	} else {
+		if (llama_create_par(&t->m, mc, lo, &par, err)) return -1;
+		t->copy[0] = t->m;
+		t->ncopies = 1;
+		if (llama_acts_create(&t->a, t->m, p->mbs, p->seq, 0, err)) return -1;
+		size_t n = (size_t)p->mbs * (size_t)t->Tl;
+		t->mtok = malloc(sizeof(int) * n);
+		t->mtgt = malloc(sizeof(int) * n);
+		if (!t->mtok || !t->mtgt) return errf(err, "train: out of memory");
+	}
+	t->tokens = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
+	t->targets = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
+	if (!t->tokens || !t->targets) return errf(err, "train: out of memory");
+	t->L = mc->layers;
+	double bytes = 0;
+	for (int c = 0; c < t->ncopies; c++) bytes += 16.0 * (double)t->copy[c]->n_params;
+	t->static_bytes = bytes;
+	return 0;
+}
+
+/* The norm counts a TP-replicated tensor on TP rank 0 only, a tied embedding on stage 0. */
+static int build_skip(struct trainer *t, char *err)
+{
+	const struct llama *m = t->m;
+	t->skip = malloc(sizeof(*t->skip) * ((size_t)m->n_specs + 1));
+	if (!t->skip) return errf(err, "train: out of memory");
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		/* a last stage's tied embedding is counted where stage 0 lives */
+		int skip = (s->shard == SHARD_REPLICATED && m->tp_rank) || (s->offset == m->embed && !m->has_embed);
+		if (!skip) continue;
+		struct decay_range *last = t->nskip ? &t->skip[t->nskip - 1] : NULL;
+		if (last && last->off + last->len == s->offset) last->len += s->numel;
+		else t->skip[t->nskip++] = (struct decay_range){s->offset, s->numel};
+	}
+	return 0;
+}
+
 int train_create(struct ctx *x, const struct model *mc, const struct train_opts *o,
 		 const struct data *d, struct trainer **out, char *err)
 {
@@ -251,6 +386,14 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 	llama_opts_default(&lo);
 	lo.seed = o->seed;
 	int rc = -1;
+	if (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1) {
+		if (setup_par(t, mc, &lo, err)) goto out;
+		if (t->stage > 0 && ((t->pp ? build_decay(t, err) : build_units(t, err)) || build_skip(t, err) ||
+		                     (t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err))))
+			goto out;
+		if (t->a) t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
+		goto ready;
+	}
 	if (llama_create(&t->m, mc, &lo, err) || build_units(t, err) ||
 	    llama_acts_create(&t->a, t->m, p->mbs, p->seq, 0, err))
 		goto out;
@@ -262,6 +405,7 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 	}
 	if (t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err)) goto out;
 	t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
+ready:
 	note_peak(t);
 	if (comm_barrier(x->world_comm, err)) goto out;
 	t->t0_s = now_s();
@@ -279,7 +423,17 @@ void train_destroy(struct trainer *t)
 	zero_destroy(t->z);
 	zero3_destroy(t->z3);
 	llama_acts_destroy(t->a);
-	llama_destroy(t->m);
+	if (t->pp) {
+		if (t->ncopies == 2) /* copy 1's buffers live inside copy 0's (share_buffer) */
+			t->copy[1]->params = t->copy[1]->m = t->copy[1]->v = NULL;
+		pp_destroy(t->pp);   /* owns the models */
+	} else {
+		llama_destroy(t->m);
+	}
+	free(t->mtok);
+	free(t->mtgt);
+	free(t->stage_l0);
+	free(t->skip);
 	free(t->bound);
 	free(t->decay);
 	free(t->rebased);
@@ -290,7 +444,7 @@ void train_destroy(struct trainer *t)
 }
 
 int train_steps_done(const struct trainer *t) { return t->steps; }
-size_t train_n_params(const struct trainer *t) { return t->m->n_params; }
+size_t train_n_params(const struct trainer *t) { return t->m->n_params_full; }
 const struct llama *train_model(const struct trainer *t) { return t->m; }
 
 /* ---- one micro-batch, ZeRO 0-2 ------------------------------------------------------ */
@@ -308,9 +462,25 @@ static void load_batch(struct trainer *t, int j)
 }
 
 /* Marks unit u's gradients ready when this backward feeds the reduction. */
+/* Sequence parallelism leaves the norms' gradients of unit u (in g, which starts at the
+ * unit's first element) as per-TP-rank partial sums: add them up before they are reduced. */
+static int sp_finish_unit(struct trainer *t, int u, float *g, char *err)
+{
+	const struct llama *m = t->m;
+	if (!m->sp) return 0;
+	for (int i = 0; i < m->n_specs; i++) {
+		const struct param_spec *s = &m->specs[i];
+		if (!s->seq_partial || s->offset < t->bound[u] || s->offset >= t->bound[u + 1]) continue;
+		float *x = g + (s->offset - t->bound[u]);
+		if (comm_allreduce(m->tp, x, x, s->numel, COMM_F32, err)) return -1;
+	}
+	return 0;
+}
+
 static int ready(struct trainer *t, int reduce, int u, char *err)
 {
 	if (!reduce) return 0;
+	if (sp_finish_unit(t, u, t->m->grads + t->bound[u], err)) return -1;
 	if (zero_grad_ready(t->z, t->bound[u], t->bound[u + 1] - t->bound[u], err)) return -1;
 	if (t->rs_start_s < 0 && dp_started(zero_dp(t->z)) > 0) t->rs_start_s = now_s();
 	return 0;
@@ -320,7 +490,7 @@ static int microbatch_zero012(struct trainer *t, int j, float dloss, int reduce,
 {
 	struct llama *m = t->m;
 	double s = now_s();
-	*loss = llama_forward(m, t->a, t->tokens, t->targets);
+	*loss = llama_forward(m, t->a, t->tok, t->tgt);
 	double e = now_s();
 	record(t, EV_F, EV_COMPUTE, s, e, j, 0, t->L);
 	llama_head_backward(m, t->a, dloss);
@@ -330,6 +500,7 @@ static int microbatch_zero012(struct trainer *t, int j, float dloss, int reduce,
 		if (ready(t, reduce, 1 + l, err)) return -1;
 	}
 	llama_embed_backward(m, t->a);
+	if (t->a->failed) return errf(err, "train: %s", t->a->err);
 	if (ready(t, reduce, 0, err)) return -1;
 	record(t, EV_BW, EV_COMPUTE, e, now_s(), j, 0, t->L);
 	return 0;
@@ -367,7 +538,7 @@ static int microbatch_zero3(struct trainer *t, int j, float dloss, double *loss,
 	double s = now_s();
 	if (gather(t, 0, +1, &w, err)) return -1;
 	v = view_of(t, 0, w, NULL);
-	llama_embed_forward(&v, t->a, t->tokens);
+	llama_embed_forward(&v, t->a, t->tok);
 	zero3_release(t->z3, 0);
 	for (int l = 0; l < L; l++) {
 		if (gather(t, 1 + l, +1, &w, err)) return -1;
@@ -377,7 +548,7 @@ static int microbatch_zero3(struct trainer *t, int j, float dloss, double *loss,
 	}
 	if (gather(t, head, -1, &w, err)) return -1;
 	v = view_of(t, head, w, NULL);
-	*loss = llama_head_forward(&v, t->a, t->targets) + llama_aux_loss(&v, t->a, 0, L);
+	*loss = llama_head_forward(&v, t->a, t->tgt) + llama_aux_loss(&v, t->a, 0, L);
 	double e = now_s();
 	record(t, EV_F, EV_COMPUTE, s, e, j, 0, L);
 	for (int u = head; u >= 0; u--) {
@@ -390,19 +561,30 @@ static int microbatch_zero3(struct trainer *t, int j, float dloss, double *loss,
 		else if (u > 0) llama_layers_backward(&v, t->a, u - 1, u);
 		else llama_embed_backward(&v, t->a);
 		zero3_release(t->z3, u);
-		if (zero3_reduce(t->z3, u, err)) return -1;
+		if (t->a->failed) return errf(err, "train: %s", t->a->err);
+		if (sp_finish_unit(t, u, g, err) || zero3_reduce(t->z3, u, err)) return -1;
 		note_peak(t);
 	}
 	record(t, EV_BW, EV_COMPUTE, e, now_s(), j, 0, L);
 	return 0;
 }
 
+static int load_par(struct trainer *t, int j, int *tok, int *tgt, char *err);
+
 /* Forward and backward of micro-batch j, its gradient added into this rank's accumulator:
  * the one place a tensor- or pipeline-parallel executor replaces. `reduce` says whether this
  * backward feeds a data-parallel reduction (stages 0-2 mark gradients ready as they go). */
 static int run_microbatch(struct trainer *t, int j, float dloss, int reduce, double *loss, char *err)
 {
-	load_batch(t, j);
+	if (t->par) {
+		if (load_par(t, j, t->mtok, t->mtgt, err)) return -1;
+		t->tok = t->mtok;
+		t->tgt = t->mtgt;
+	} else {
+		load_batch(t, j);
+		t->tok = t->tokens;
+		t->tgt = t->targets;
+	}
 	if (t->z3) return microbatch_zero3(t, j, dloss, loss, err);
 	return microbatch_zero012(t, j, dloss, reduce, loss, err);
 }
@@ -421,7 +603,9 @@ static int finish_reduce(struct trainer *t, char *err)
 
 static int accumulate(struct trainer *t, double *loss_sum, char *err)
 {
-	const float dloss = 1.0f / (float)t->micro;
+	/* the reduction averages over dp*cp, but CP ranks' gradients are shares of one
+	 * sequence's gradient that must add up: scale by cp (exact for powers of two) */
+	const float dloss = (float)t->x->plan.cp / (float)t->micro;
 	if (t->z) llama_zero_grad(t->m);
 	for (int j = 0; j < t->micro; j++) {
 		/* stage 2 reduces every micro-batch; 0 and 1 only the last one's backward */
@@ -436,21 +620,166 @@ static int accumulate(struct trainer *t, double *loss_sum, char *err)
 	return 0;
 }
 
+/* ---- model parallelism -------------------------------------------------------------- */
+
+/* This rank's rows of micro-batch j into tok/tgt (mbs, Tl): its dp share of the global
+ * batch, the same on every TP and PP rank, the zig-zag rows under CP. */
+static int load_par(struct trainer *t, int j, int *tok, int *tgt, char *err)
+{
+	const struct plan *p = &t->x->plan;
+	load_batch(t, j);
+	if (p->cp == 1) {
+		memcpy(tok, t->tokens, sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
+		memcpy(tgt, t->targets, sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
+		return 0;
+	}
+	int r = comm_rank(ctx_comm(t->x, GROUP_CP));
+	if (cp_shard_tokens(tok, t->tokens, p->mbs, p->seq, p->cp, r, err) ||
+	    cp_shard_tokens(tgt, t->targets, p->mbs, p->seq, p->cp, r, err))
+		return -1;
+	return 0;
+}
+
+static int ev_of_op(int kind)
+{
+	return kind == OP_F ? EV_F : kind == OP_B ? EV_B : kind == OP_W ? EV_W : EV_BW;
+}
+
+/* Gradients of copy m averaged over data parallelism: dense tensors summed over dp*cp (CP
+ * ranks hold their rows' shares of the same sequences' gradient, which add up to it), routed
+ * experts over the expert-DP group (the EP all-to-all already summed the EP group's tokens),
+ * all divided by dp, so the result is the single-rank gradient of the global batch. */
+static int reduce_par(struct trainer *t, struct llama *m, char *err)
+{
+	const struct plan *p = &t->x->plan;
+	struct comm *dpcp = ctx_comm(t->x, GROUP_DPCP), *edp = ctx_comm(t->x, GROUP_EDP);
+	const float inv = 1.0f / (float)p->dp;
+	size_t i = 0;
+	while ((int)i < m->n_specs) {
+		int expert = m->specs[i].shard == SHARD_EXPERT;
+		size_t j = i, off = m->specs[i].offset, n = 0;
+		while ((int)j < m->n_specs && (m->specs[j].shard == SHARD_EXPERT) == expert &&
+		       m->specs[j].offset == off + n)
+			n += m->specs[j++].numel;
+		struct comm *g = expert ? edp : dpcp;
+		float *gr = m->grads + off;
+		if (comm_size(g) > 1 && comm_allreduce(g, gr, gr, n, COMM_F32, err)) return -1;
+		if (p->dp > 1)
+			for (size_t k = 0; k < n; k++) gr[k] *= inv;
+		i = j;
+	}
+	return 0;
+}
+
+/* Pipeline with ZeRO 1/2: the executor leaves the step's whole gradient (all micro-batches)
+ * on each rank, so one reduce-scatter per step over dp*cp (stage 2 behaves as stage 1 here),
+ * clipping over dp*cp, tp and pp counting each tensor once, AdamW on the shard, all-gather. */
+static int finish_pp_zero(struct trainer *t, double *norm, char *err)
+{
+	struct llama *m = t->m;
+	const int cp = t->x->plan.cp;
+	if (llama_grads_finish(m, err)) return -1;
+	if (cp > 1) /* the reduction averages over dp*cp; CP shares must add up (see accumulate) */
+		for (size_t i = 0; i < m->n_params; i++) m->grads[i] *= (float)cp;
+	double s = now_s();
+	if (zero_reduce_begin(t->z, m->grads, 0, err) || zero_grad_ready(t->z, 0, m->n_params, err) ||
+	    zero_reduce_finish(t->z, err))
+		return -1;
+	record(t, EV_REDUCE_SCATTER, EV_COMM, s, now_s(), -1, -1, -1);
+	s = now_s();
+	struct comm *mp[2] = {ctx_comm(t->x, GROUP_TP), ctx_comm(t->x, GROUP_PP)};
+	if (zero_clip_grad_norm_skip(t->z, t->skip, t->nskip, mp, 2, t->o.opt.max_grad_norm, norm, err) ||
+	    zero_step(t->z, m->params, err))
+		return -1;
+	double gs, ge;
+	zero_last_gather(t->z, &gs, &ge);
+	record(t, EV_ALLGATHER, EV_COMM, gs, ge, -1, -1, -1);
+	size_t before = t->nev;
+	record(t, EV_OPT, EV_COMPUTE, s, now_s(), -1, -1, -1);
+	if (t->nev > before) t->ev[t->nev - 1].stage = comm_rank(ctx_comm(t->x, GROUP_PP));
+	return 0;
+}
+
+static int step_par(struct trainer *t, double *loss_sum, double *norm, char *err)
+{
+	const struct plan *p = &t->x->plan;
+	const size_t rows = (size_t)p->mbs * (size_t)t->Tl;
+	if (t->pp) {
+		for (int j = 0; j < t->micro; j++)
+			if (load_par(t, j, t->mtok + (size_t)j * rows, t->mtgt + (size_t)j * rows, err)) return -1;
+		float loss;
+		double s = now_s();
+		if (pp_step(t->pp, t->mtok, t->mtgt, &loss, err)) return -1;
+		*loss_sum = (double)loss * t->micro;
+		size_t n;
+		const struct pp_op_time *ot = pp_times(t->pp, &n);
+		for (size_t i = 0; i < n && t->o.trace; i++) {
+			size_t before = t->nev;
+			record(t, ev_of_op(ot[i].kind), EV_COMPUTE, s + ot[i].start_s, s + ot[i].end_s, ot[i].mb,
+			       t->stage_l0[ot[i].stage], t->stage_l0[ot[i].stage + 1]);
+			if (t->nev > before) {
+				t->ev[t->nev - 1].chunk = ot[i].chunk;
+				t->ev[t->nev - 1].stage = ot[i].stage;
+			}
+		}
+	} else {
+		const float dloss = 1.0f / (float)t->micro;
+		llama_zero_grad(t->m);
+		for (int j = 0; j < t->micro; j++) {
+			if (load_par(t, j, t->mtok, t->mtgt, err)) return -1;
+			double s = now_s();
+			float l = llama_forward(t->m, t->a, t->mtok, t->mtgt);
+			double e = now_s();
+			if (t->a->failed) return errf(err, "train: %s", t->a->err);
+			llama_backward(t->m, t->a, dloss);
+			if (t->a->failed) return errf(err, "train: %s", t->a->err);
+			record(t, EV_F, EV_COMPUTE, s, e, j, 0, t->L);
+			record(t, EV_BW, EV_COMPUTE, e, now_s(), j, 0, t->L);
+			*loss_sum += l;
+		}
+	}
+	if (t->z) return finish_pp_zero(t, norm, err);
+	double s = now_s();
+	for (int c = 0; c < t->ncopies; c++)
+		if (llama_grads_finish(t->copy[c], err) || reduce_par(t, t->copy[c], err)) return -1;
+	record(t, EV_ALLREDUCE, EV_COMM, s, now_s(), -1, -1, -1);
+	s = now_s();
+	float nrm;
+	if (t->pp) {
+		if (t->ncopies == 2) t->copy[1]->step = t->copy[0]->step; /* a restore sets copy 0's */
+		if (pp_adamw_step_par(t->pp, &t->o.opt, NULL, 0, &nrm, err)) return -1;
+	} else if (llama_step_par(t->m, &t->o.opt, NULL, 0, &nrm, err)) {
+		return -1;
+	}
+	size_t before = t->nev;
+	record(t, EV_OPT, EV_COMPUTE, s, now_s(), -1, -1, -1);
+	if (t->nev > before) t->ev[t->nev - 1].stage = comm_rank(ctx_comm(t->x, GROUP_PP));
+	*norm = nrm;
+	return 0;
+}
+
 int train_step(struct trainer *t, struct train_stats *st, char *err)
 {
 	const struct plan *p = &t->x->plan;
 	struct comm *dpg = ctx_comm(t->x, GROUP_DPCP);
 	double t_start = now_s(), loss_sum = 0, norm = 0;
+	if (t->par && (t->pp || (!t->z && !t->z3))) {
+		if (step_par(t, &loss_sum, &norm, err)) return -1;
+		goto done;
+	}
 	if (accumulate(t, &loss_sum, err)) return -1;
 	double s = now_s();
 	float max_norm = t->o.opt.max_grad_norm;
+	struct comm *mp[1] = {ctx_comm(t->x, GROUP_TP)};
+	int nmp = t->par ? 1 : 0;
 	if (t->z3) {
 		/* clipping first waits for the unit reduce-scatters still in flight */
-		if (zero3_clip_grad_norm(t->z3, NULL, 0, max_norm, &norm, err)) return -1;
+		if (zero3_clip_grad_norm_skip(t->z3, t->skip, t->nskip, mp, nmp, max_norm, &norm, err)) return -1;
 		record(t, EV_REDUCE_SCATTER, EV_COMM, s, now_s(), -1, -1, -1);
 		s = now_s();
 	}
-	if (t->z ? zero_clip_grad_norm(t->z, NULL, 0, max_norm, &norm, err) || zero_step(t->z, t->m->params, err)
+	if (t->z ? zero_clip_grad_norm_skip(t->z, t->skip, t->nskip, mp, nmp, max_norm, &norm, err) ||
+			   zero_step(t->z, t->m->params, err)
 		 : zero3_step(t->z3, err))
 		return -1;
 	double e = now_s();
@@ -462,6 +791,7 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 		record(t, EV_ALLGATHER, EV_COMM, gs, ge, -1, -1, -1);
 	}
 	record(t, EV_OPT, EV_COMPUTE, s, e, -1, -1, -1);
+done:
 	t->steps++;
 	if (comm_allreduce(dpg, &loss_sum, &loss_sum, 1, COMM_F64, err)) return -1;
 	/* the step ends when the slowest rank ends (comm has sum-reductions only: gather) */
@@ -486,6 +816,26 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 
 int train_full_params(struct trainer *t, float *full, char *err)
 {
+	if (t->par && t->z3) {
+		float *local = malloc(sizeof(float) * (t->m->n_params + 1));
+		if (!local) return errf(err, "train: out of memory");
+		int rc = 0;
+		for (int u = 0; u < t->nunits && !rc; u++) {
+			const float *w;
+			rc = zero3_gather(t->z3, u, 0, &w, err);
+			if (!rc) memcpy(local + t->bound[u], w, (t->bound[u + 1] - t->bound[u]) * sizeof(float));
+			zero3_release(t->z3, u);
+		}
+		if (!rc) rc = llama_gather_full(t->m, local, full, NULL, 0, err);
+		free(local);
+		return rc;
+	}
+	if (t->par) {
+		/* copy 0 of every pipeline rank holds each stage once (DualPipe's copy 1 repeats
+		 * a partner's); TP and EP pieces are summed in by llama_gather_full */
+		struct comm *g = ctx_comm(t->x, GROUP_PP);
+		return llama_gather_full(t->m, t->m->params, full, &g, 1, err);
+	}
 	if (t->z) {
 		memcpy(full, t->m->params, t->m->n_params * sizeof(float));
 		return 0;
@@ -501,6 +851,11 @@ int train_full_params(struct trainer *t, float *full, char *err)
 
 int train_state(struct trainer *t, struct train_state *s)
 {
+	if (t->par && !t->z && !t->z3) {
+		size_t n = t->m->n_params + (t->ncopies == 2 ? t->copy[1]->n_params : 0);
+		*s = (struct train_state){t->m->params, n, t->m->m, t->m->v, n, &t->m->step, &t->steps};
+		return 0;
+	}
 	struct zero_state zs;
 	if (t->z) zero_state(t->z, &zs);
 	else zero3_state(t->z3, &zs);

@@ -6,9 +6,15 @@
  * embedding and the head, gathered just before use with the next prefetched), clipping by
  * global norm, and AdamW decaying exactly the tensors llama_step decays.
  *
- * Supported now: dp >= 1 with zero 0-3 and tp = pp = cp = ep = 1; every micro-batch's forward
- * and backward go through one function (train.c run_microbatch), the place where tensor and
- * pipeline parallel execution plug in.
+ * Model parallelism (tp > 1, pp > 1, cp > 1 or ep > 1): each rank builds its shard
+ * (llama_create_par: TP slices with sequence parallelism, CP ring attention on its zig-zag rows,
+ * its experts, its pipeline chunks' layers); pp > 1 runs the plan's schedule through the
+ * pipeline executor (runtime/pp.h). Dense gradients are summed over dp*cp and routed experts
+ * over the expert-DP group, divided by dp (CP ranks hold shares of one sequence's gradient);
+ * the norm counts each tensor once over tp, pp, ep. ZeRO 1-3 run with tp and cp, ZeRO 1-2
+ * also with pp (one reduce-scatter after the schedule, so 2 behaves as 1; not DualPipe);
+ * expert-parallel plans run at ZeRO 0. Recompute is accepted; every activation is kept
+ * (numerics are those of no recompute).
  *
  * Ownership: the trainer borrows the context and the data source (both must outlive it) and
  * owns everything else. Every call marked "collective" must be made by every rank of the

@@ -33,21 +33,42 @@ float grad_clip_coef(double norm, float max_norm)
 	return max_norm > 0 && c < 1.0 ? (float)c : 1.0f;
 }
 
-int grad_clip_global(float *g, size_t n, struct comm *dpg, struct comm *const *mp, int nmp,
-		      float max_norm, double *norm, char *err)
+double grad_sq_skip(const float *g, size_t flat0, size_t n, const struct decay_range *skip, int nskip)
+{
+	double sq = 0;
+	size_t k = 0;
+	for (int i = 0; i <= nskip && k < n; i++) {
+		/* elements before skip range i (or up to n after the last) count */
+		size_t end = i < nskip ? (skip[i].off > flat0 ? skip[i].off - flat0 : 0) : n;
+		if (end > n) end = n;
+		for (; k < end; k++) sq += (double)g[k] * g[k];
+		if (i < nskip) {
+			size_t after = skip[i].off + skip[i].len;
+			if (after > flat0 + k) k = after - flat0 < n ? after - flat0 : n;
+		}
+	}
+	return sq;
+}
+
+int grad_clip_sq(float *g, size_t n, double sq, struct comm *dpg, struct comm *const *mp, int nmp,
+		 float max_norm, double *norm, char *err)
 {
 	struct comm *groups[8];
 	int ng = 0;
 	if (nmp > 7) return errf(err, "zero: at most 7 model-parallel groups for clipping");
 	if (dpg) groups[ng++] = dpg;
 	for (int i = 0; i < nmp; i++) groups[ng++] = mp[i];
-	double sq = 0;
-	for (size_t i = 0; i < n; i++) sq += (double)g[i] * g[i];
 	if (grad_norm_global(sq, groups, ng, norm, err)) return -1;
 	float c = grad_clip_coef(*norm, max_norm);
 	if (c < 1.0f)
 		for (size_t i = 0; i < n; i++) g[i] *= c;
 	return 0;
+}
+
+int grad_clip_global(float *g, size_t n, struct comm *dpg, struct comm *const *mp, int nmp,
+		      float max_norm, double *norm, char *err)
+{
+	return grad_clip_sq(g, n, grad_sq_skip(g, 0, n, NULL, 0), dpg, mp, nmp, max_norm, norm, err);
 }
 
 int zero_create(struct comm *group, size_t nparams, const struct zero_cfg *cfg, struct zero **out, char *err)
@@ -114,6 +135,23 @@ int zero_clip_grad_norm(struct zero *z, struct comm *const *mp, int nmp, float m
 	/* stage 0: every dp rank holds the same averaged gradient, so no dp reduction */
 	return z->cfg.stage ? grad_clip_global(z->shard, z->owned, z->group, mp, nmp, max_norm, norm, err)
 			    : grad_clip_global(z->grads, z->nparams, NULL, mp, nmp, max_norm, norm, err);
+}
+
+int zero_clip_grad_norm_skip(struct zero *z, const struct decay_range *skip, int nskip,
+			     struct comm *const *mp, int nmp, float max_norm, double *norm, char *err)
+{
+	if (!z->cfg.stage && !z->grads) return errf(err, "zero: clipping before any reduction");
+	if (!z->cfg.stage)
+		return grad_clip_sq(z->grads, z->nparams, grad_sq_skip(z->grads, 0, z->nparams, skip, nskip), NULL,
+				    mp, nmp, max_norm, norm, err);
+	int n = comm_size(z->group), r = comm_rank(z->group), nb = dp_nbuckets(z->dp);
+	double sq = 0;
+	for (int i = 0; i < nb; i++) {
+		const struct dp_bucket *b = dp_bucket(z->dp, i);
+		size_t sl = b->len / (size_t)n;
+		sq += grad_sq_skip(z->shard + b->shard_off, b->off + (size_t)r * sl, sl, skip, nskip);
+	}
+	return grad_clip_sq(z->shard, z->owned, sq, z->group, mp, nmp, max_norm, norm, err);
 }
 
 int zero_step(struct zero *z, float *params, char *err)

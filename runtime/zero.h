@@ -46,6 +46,13 @@ float grad_clip_coef(double norm, float max_norm);
 int grad_clip_global(float *g, size_t n, struct comm *dpg, struct comm *const *mp, int nmp,
 		     float max_norm, double *norm, char *err);
 
+/* Sum of squares of g[0..n), which sit at flat indices flat0.., leaving out elements inside
+ * skip[0..nskip) (sorted, disjoint flat ranges). Padding past the real parameters is zero. */
+double grad_sq_skip(const float *g, size_t flat0, size_t n, const struct decay_range *skip, int nskip);
+/* grad_clip_global with this rank's sum of squares given. */
+int grad_clip_sq(float *g, size_t n, double sq, struct comm *dpg, struct comm *const *mp, int nmp,
+		 float max_norm, double *norm, char *err);
+
 /* --- stages 0, 1, 2 ------------------------------------------------------------------- */
 
 struct zero_cfg {
@@ -75,6 +82,11 @@ int zero_reduce_finish(struct zero *z, char *err);
  * grad_norm_global); *norm gets the norm before clipping. max_norm <= 0 only measures. */
 int zero_clip_grad_norm(struct zero *z, struct comm *const *mp, int nmp, float max_norm,
 			double *norm, char *err);
+/* As zero_clip_grad_norm, but the flat ranges skip[0..nskip) (sorted, disjoint) are left
+ * out of this rank's share of the norm (they are still clipped): tensors another
+ * model-parallel rank counts, e.g. TP-replicated ones on TP ranks > 0. */
+int zero_clip_grad_norm_skip(struct zero *z, const struct decay_range *skip, int nskip,
+			     struct comm *const *mp, int nmp, float max_norm, double *norm, char *err);
 /* AdamW step on the owned part, then (stages 1, 2) all-gather of the updated parameters. */
 int zero_step(struct zero *z, float *params, char *err);
 
@@ -118,6 +130,9 @@ float *zero3_grad(struct zero3 *z, int unit, char *err);
 int zero3_reduce(struct zero3 *z, int unit, char *err);
 int zero3_clip_grad_norm(struct zero3 *z, struct comm *const *mp, int nmp, float max_norm,
 			 double *norm, char *err);
+/* zero_clip_grad_norm_skip's rule for ZeRO-3. */
+int zero3_clip_grad_norm_skip(struct zero3 *z, const struct decay_range *skip, int nskip,
+			      struct comm *const *mp, int nmp, float max_norm, double *norm, char *err);
 /* Waits for every reduction, averages, AdamW on the shard, clears the gradient shard. Every
  * unit must be released first. */
 int zero3_step(struct zero3 *z, char *err);

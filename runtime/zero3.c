@@ -211,6 +211,19 @@ int zero3_clip_grad_norm(struct zero3 *z, struct comm *const *mp, int nmp, float
 	return grad_clip_global(z->g, z->shard_len, z->group, mp, nmp, max_norm, norm, err);
 }
 
+int zero3_clip_grad_norm_skip(struct zero3 *z, const struct decay_range *skip, int nskip,
+			      struct comm *const *mp, int nmp, float max_norm, double *norm, char *err)
+{
+	if (reap(z, 1, err)) return -1;
+	int r = comm_rank(z->group);
+	double sq = 0;
+	for (int i = 0; i < z->nu; i++) {
+		const struct unit *u = &z->u[i];
+		sq += grad_sq_skip(z->g + u->shard_off, u->flat_off + (size_t)r * u->sl, u->sl, skip, nskip);
+	}
+	return grad_clip_sq(z->g, z->shard_len, sq, z->group, mp, nmp, max_norm, norm, err);
+}
+
 int zero3_step(struct zero3 *z, char *err)
 {
 	for (int i = 0; i < z->nu; i++)

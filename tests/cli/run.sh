@@ -116,7 +116,7 @@ grep -q 'rank-00000.ckpt is truncated' "$TMP/err" && ok || bad "truncated checkp
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 2 --trace "$TMP/t.json" --db "$TMP/r.db"
 for pat in '"ph": "X", "name": "F", "cat": "compute", "pid": 1, "tid": 0' '"name": "BW"' '"name": "optimizer"' \
 	   '"name": "reduce_scatter", "cat": "comm", "pid": 0, "tid": 1' '"name": "allgather", "cat": "comm", "pid": 1, "tid": 1' \
-	   '"name": "thread_name", "pid": 1, "tid": 1, "args": \{"name": "comm"\}' '"args": \{"mb": 1, "chunk": 0, "stage": 0, "layers": \[0, 3\]\}'; do
+	   '"name": "thread_name", "pid": 1, "tid": 1, "args": \{"name": "comm"\}' '"args": \{"mb": 1, "chunk": 0, "stage": 0, "layers": 4, "first_layer": 0\}' '"name": "optimizer".*"args": \{"stage": 0\}'; do
 	grep -Eq "$pat" "$TMP/t.json" && ok || bad "trace lacks $pat"
 done
 [ "$(grep -c '"name": "F"' "$TMP/t.json")" -eq 8 ] && ok || bad "trace: 2 ranks x 2 steps x 2 micro-batches = 8 F events expected"

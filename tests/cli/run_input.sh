@@ -72,8 +72,8 @@ expect_msg 'model llama-3-8b needs [0-9.]+ GiB for 2 rank\(s\) on this host'
 perl -e 'print "{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 256, \"intermediate_size\": 128, \"layer_norm_epsilon\": 1e-5, \"model_type\": \"gpt2\", \"n_positions\": 64}"' >"$TMP/gpt.json"
 expect_rc 2 $MPI -np 2 "$SP" run --model "$TMP/gpt.json" --seq 16 --gbs 8 --mbs 2
 expect_msg 'gpt.json: the runtime supports RMSNorm only'
-expect_rc 2 $MPI -np 2 "$SP" run $TINY --tp 2
-expect_msg 'not yet supported by the runtime: tp 2'
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --pp 2 --zero 3
+expect_msg 'not yet supported by the runtime: zero 3 with pp 2'
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 0
 expect_msg -- '--steps: 0 is out of range'
 expect_rc 2 "$SP" run $TINY --bogus

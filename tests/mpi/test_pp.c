@@ -9,7 +9,9 @@
  * change (and, with 4 ranks, drives runtime/dp's bucketed all-reduce for dp 2 x pp 2,
  * overlapped with the pipeline); the op records follow the op list; the activation pool
  * matches the in-flight counts of reference/model.md §2.3; one-rank pipelines (every hand-off
- * between chunks local) give the same results; bad inputs fail with a message.
+ * between chunks local) give the same results; every multi-rank case runs again on sharded
+ * models (llama_create_par of only the rank's stages, compared element by element through
+ * llama_full_index); bad inputs fail with a message.
  * AdamW's eps is 1e-4 here so that an update is a smooth function of its gradient (with eps
  * 1e-8 the first step is lr·sign(g), and a gradient within rounding of zero could flip). */
 #include <math.h>
@@ -225,8 +227,13 @@ static double held_err(struct pp *p, struct llama *const *models, int grads, con
 			if (!pp_holds(p, k, i)) continue;
 			const struct param_spec *sp = &models[k]->specs[i];
 			const float *got = (grads ? models[k]->grads : models[k]->params) + sp->offset;
+			/* a shard's tensor is a block of the single-rank one: compare element by element */
+			float *w = malloc(sizeof(float) * sp->numel);
+			if (!w) { e = INFINITY; continue; }
+			for (size_t j = 0; j < sp->numel; j++) w[j] = want[llama_full_index(models[k], i, j)];
 			(*held)++;
-			e = fmax(e, tensor_err(got, want + sp->offset, sp->numel));
+			e = fmax(e, tensor_err(got, w, sp->numel));
+			free(w);
 		}
 	return e;
 }
@@ -264,8 +271,9 @@ static int run_step(struct pp *p, struct comm *pcomm, struct llama *const *model
 	return 0;
 }
 
-/* Runs one case with pp_create (or pp_create_from_ctx when x is given). */
-static void run_case(struct comm *pcomm, const struct ctx *x, const struct pcase *c)
+/* Runs one case with pp_create (or pp_create_from_ctx when x is given); sharded: each copy
+ * is llama_create_par of only this rank's stages (pp_copy_par), as the trainer builds them. */
+static void run_case_sh(struct comm *pcomm, const struct ctx *x, const struct pcase *c, int sharded)
 {
 	char err[ERR_LEN], name[96];
 	case_name(c, name, sizeof name);
@@ -280,16 +288,30 @@ static void run_case(struct comm *pcomm, const struct ctx *x, const struct pcase
 	make_batch(tok, tgt, STEPS * c->m, 77u + (unsigned)c->m);
 	if (ref_run(&cfg, c->m, tok, tgt, &ref, err)) { CHECK(0, "%s: reference: %s", name, err); goto out; }
 	int ncopies = c->type == SCHED_DUALPIPE ? 2 : 1;
-	for (int k = 0; k < ncopies; k++)
-		if (llama_create(&models[k], &cfg, NULL, err)) { CHECK(0, "%s: %s", name, err); goto out; }
+	int split[64];
+	if (!x) {
+		s = sched_create(c->type, pp, c->m, c->vpp, err);
+		if (!s) { CHECK(0, "%s: %s", name, err); goto out; }
+		for (int i = 0; i < s->nstages; i++)
+			split[i] = c->split[0] ? c->split[i] : c->layers / s->nstages + (i < c->layers % s->nstages);
+	}
+	for (int k = 0; k < ncopies; k++) {
+		struct llama_par par;
+		struct llama_layer_range rg[16];
+		llama_par_default(&par);
+		if (sharded && s) {
+			pp_copy_par(s, comm_rank(pcomm), split, k, rg, &par.n_ranges, &par.has_embed, &par.has_head);
+			par.ranges = rg;
+		}
+		if (llama_create_par(&models[k], &cfg, NULL, &par, err)) { CHECK(0, "%s: %s", name, err); goto out; }
+		if (sharded && pp > 1)
+			CHECK(models[k]->n_params < models[k]->n_params_full, "%s: copy %d of rank %d holds all %zu parameters",
+			      name, k, comm_rank(pcomm), models[k]->n_params);
+	}
+	if (sharded) strncat(name, " sharded", sizeof name - strlen(name) - 1);
 	if (x) {
 		if (pp_create_from_ctx(x, models, &p, err)) { CHECK(0, "%s: %s", name, err); goto out; }
 	} else {
-		s = sched_create(c->type, pp, c->m, c->vpp, err);
-		if (!s) { CHECK(0, "%s: %s", name, err); goto out; }
-		int split[64];
-		for (int i = 0; i < s->nstages; i++)
-			split[i] = c->split[0] ? c->split[i] : c->layers / s->nstages + (i < c->layers % s->nstages);
 		struct pp_cfg pc = {.sched = s, .comm = pcomm, .stage_layers = split,
 		                    .models = {models[0], models[1]}, .B = MBS, .T = SEQ};
 		if (pp_create(&pc, &p, err)) { CHECK(0, "%s: %s", name, err); goto out; }
@@ -312,6 +334,8 @@ out:
 	free(tok);
 	free(tgt);
 }
+
+static void run_case(struct comm *pcomm, const struct ctx *x, const struct pcase *c) { run_case_sh(pcomm, x, c, 0); }
 
 /* The ready hook driving runtime/dp's bucketed all-reduce: dp 2 x pp 2 on 4 ranks, zb-v. The
  * averaged gradients must equal a single-rank run of both replicas' 2m micro-batches with
@@ -525,6 +549,8 @@ int main(void)
 		       : n == 8 ? (int)(sizeof eight / sizeof eight[0]) : 0;
 		if (!nc) CHECK(0, "test_pp runs with 2, 4 or 8 ranks, not %d", n);
 		for (int i = 0; i < nc; i++) run_case(pc, NULL, &cs[i]);
+		/* and on sharded models: each copy holds only its stages' tensors */
+		for (int i = 0; i < nc; i++) run_case_sh(pc, NULL, &cs[i], 1);
 		/* the plan path: 1F1B with the plan's even split */
 		const int L = n > 4 ? n : 4;
 		x->plan.nstage_layers = n;
