@@ -71,6 +71,7 @@ same ep2 moe 2 --dp 2 --ep 2
 same dp2-tp2-pp2 tiny 8 --dp 2 --tp 2 --pp 2 --sp --schedule 1f1b
 same tp2-cp2-pp2 tiny 8 --tp 2 --cp 2 --pp 2 --sp --schedule interleaved --vpp 2
 same tp2-cp2-dualpipev tiny 8 --tp 2 --cp 2 --pp 2 --schedule dualpipev
+same dp2-ep2-pp2 moe 4 --dp 2 --ep 2 --pp 2 --schedule 1f1b
 # ep lives inside dp*cp: 8 ranks are dp 4 (2 expert groups of ep 2) x pp 2
 same dp4-ep2-pp2 moe 8 --dp 4 --ep 2 --pp 2 --schedule 1f1b
 same dp2-cp2-ep2-pp2 moe 8 --dp 2 --cp 2 --ep 2 --pp 2 --schedule zb-h1
