@@ -17,6 +17,10 @@ double coll_busbw_factor(enum coll c, int n);
 /* Time of collective c over n ranks spanning `nodes` nodes, moving S bytes (nccl-tests size). */
 double coll_time(const struct hw *h, enum coll c, double bytes, int n, int nodes);
 
+/* Step latency of collective c over n ranks on `nodes` nodes (0 within one node): NCCL's ring
+ * (n−1 steps per phase, the network ones slower) or, for all-reduce, the tree when shorter. */
+double coll_step_latency(enum coll c, int n, int nodes);
+
 const char *coll_name(enum coll c);
 
 #endif

@@ -23,6 +23,7 @@ struct ectx {
 	double T;                   /* tokens per micro-batch on one rank's sequence shard: b*s/cp */
 	double gemm_peak;           /* FLOP/s of the linear layers' GEMMs (bf16 or fp8) */
 	int tp_nodes, cp_nodes, dpcp_nodes, ep_nodes, edp_nodes, pp_cross;
+	int dpcp_ring_nodes;        /* nodes the dp*cp ring really crosses (ring step latency) */
 	int dpcp, edp;              /* sizes of the dense and expert gradient groups */
 	double act_bytes;           /* bytes per activation element: 2 (bf16/fp8 runs) or 4 (fp32) */
 };
@@ -462,6 +463,14 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	c->tp_nodes = group_nodes(&l, GROUP_TP);
 	c->cp_nodes = group_nodes(&l, GROUP_CP);
 	c->dpcp_nodes = group_nodes(&l, GROUP_DPCP);
+	/* above 256 ranks the DP×CP group is priced as one node per member (bandwidth, as
+	 * calibrated); its ring still runs the members of one node over NVLink, so the step
+	 * latency counts the real nodes when the group is a plain progression */
+	c->dpcp_ring_nodes = c->dpcp_nodes;
+	if (p->dp * p->cp > 256 && (p->cp == 1 || p->dp == 1)) {
+		int k = dim_nodes(&l, p->cp == 1 ? DIM_DP : DIM_CP);
+		if (k > 0) c->dpcp_ring_nodes = k;
+	}
 	c->ep_nodes = group_nodes(&l, GROUP_EP);
 	c->edp_nodes = p->ep == 1 ? c->dpcp_nodes : group_nodes(&l, GROUP_EDP);
 	c->pp_cross = p->pp > 1 && group_nodes(&l, GROUP_PP) > 1;
@@ -503,12 +512,32 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		double per = fmax(tail, t_red - 0.9 * bwd_mb); /* FSDP overlaps by construction */
 		*exposed = c->mb * per + (p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag);
 	} else {
-		/* ZeRO-3: all-gather before forward and again before backward, reduce-scatter
-		 * after, every micro-batch; prefetch hides what compute covers [PB ZeRO-3] */
-		*total = c->mb * (2 * t_ag + t_red);
-		double first = t_ag / fmax(1, w->layers);
-		double ef = fmax(first, t_ag - 0.9 * fwd_mb);
-		double eb = fmax(first, t_ag + t_red - 0.9 * bwd_mb);
+		/* ZeRO-3 / FSDP: every block's parameters are all-gathered before its forward and
+		 * again before its backward, and its gradients reduce-scattered after, every
+		 * micro-batch [ZERO §5.3; PB ZeRO-3]. The collectives are issued per block, so each
+		 * carries its own fixed cost and ring steps (coll_time) on a message of one block's
+		 * parameters: with n ranks a rank's chunk is 1/n of a block, KB at n in the
+		 * thousands, and the (n−1)·α ring latency dominates (model.md §3.1). The recomputed
+		 * forward runs inside the backward's gathered window (FSDP reshards after the
+		 * block's backward), so it adds compute to hide behind, not a third gather.
+		 * Prefetch depth 1 (FSDP forward/backward_prefetch, DeepSpeed's prefetch bucket):
+		 * block i+1's gather runs under block i's compute, so the first gather is exposed
+		 * and every later one by what the block's compute does not cover; in backward the
+		 * next gather and the previous block's reduce-scatter share the window, and the
+		 * last reduce-scatter is exposed. */
+		double L = fmax(1, w->layers);
+		double fix = coll_step_latency(COLL_ALLGATHER, n, c->dpcp_ring_nodes) - coll_step_latency(COLL_ALLGATHER, n, c->dpcp_nodes);
+		if (h->inter_lat_s <= 0 || pd <= 0) fix = 0;
+		double g = coll_time(h, COLL_ALLGATHER, pd / L, n, c->dpcp_nodes) + coll_time(h, COLL_ALLGATHER, pe / L, ne, c->edp_nodes) + fix;
+		double rs = coll_time(h, COLL_REDUCESCATTER, gd / L, n, c->dpcp_nodes) + coll_time(h, COLL_REDUCESCATTER, ge / L, ne, c->edp_nodes) + fix;
+		double f_l = fwd_mb / L, b_l = bwd_mb / L;
+		*total = c->mb * L * (2 * g + rs);
+		/* a collective running under a block's compute takes SMs and memory bandwidth from
+		 * it: the overlapped part costs 10 % of its length (the same 0.9 as above, applied
+		 * to what overlaps rather than as a threshold; both agree once the collective
+		 * outlasts the compute) */
+		double ef = g + (L - 1) * (fmax(0, g - f_l) + 0.1 * fmin(g, f_l));
+		double eb = g + (L - 1) * (fmax(0, g + rs - b_l) + 0.1 * fmin(g + rs, b_l)) + rs;
 		*exposed = c->mb * (ef + eb);
 	}
 }

@@ -324,6 +324,26 @@ static void test_ep_dispatch(const struct hw *h)
 	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 8 over 2 nodes: per-node dispatch");
 }
 
+/* ZeRO-3 issues its collectives per block: an all-gather before each block's forward and
+ * backward and a reduce-scatter after its backward, every micro-batch [ZERO §5.3], each with
+ * its own fixed cost and ring steps. With bandwidth made free, one collective costs the
+ * profile's 800 µs plus NCCL's ring latency: tp 8, dp 16 puts one DP member per node, so an
+ * all-gather or reduce-scatter walks 15 network steps of 14 µs (NCCL src/graph/tuning.cc,
+ * Simple protocol). llama-3-8b has 32 blocks; gbs 64 over dp 16 at mbs 1 is 4 micro-batches. */
+static void test_zero3_per_block(const struct model *m8, const struct hw *h0)
+{
+	struct hw h = *h0;
+	h.intra_bw_bps = h.inter_bw_bps = 1e18;
+	struct plan p;
+	struct estimate e;
+	if (run(m8, &h, KV("gpus", "128", "tp", "8", "zero", "3", "seq", "2048", "mbs", "1", "gbs", "64"), &p, &e)) return;
+	double one = 800e-6 + 15 * 14e-6;
+	CHECK_REL(e.kind[0].dp_comm_s, 4 * 32 * 3 * one, 1e-3, "zero 3: 3 collectives per block per micro-batch");
+	/* the first gather of each forward and backward and the last reduce-scatter cannot hide */
+	CHECK(e.kind[0].dp_exposed_s >= 4 * 3 * one * (1 - 1e-9), "zero 3: %.4g s exposed, at least %.4g",
+	      e.kind[0].dp_exposed_s, 4 * 3 * one);
+}
+
 int main(void)
 {
 	struct model m8, m405;
@@ -347,5 +367,6 @@ int main(void)
 	test_mfu_definition(&m8, &h);
 	test_bubble_fraction(&h);
 	test_comm_volumes(&gpt3, &h);
+	test_zero3_per_block(&m8, &h);
 	return test_summary("test_estimate");
 }

@@ -450,6 +450,25 @@ static void test_playbook_batch(void)
 	}
 }
 
+/* Ring and tree step latency after NCCL's tuning model (src/graph/tuning.cc, Simple protocol:
+ * 3.4 µs per NVLink ring step, 14 µs per network step): a ring of n ranks on k nodes takes
+ * n−1 steps per phase (2 phases for all-reduce), k−1 of them over the network; the all-reduce
+ * tree takes 2·((n/k − 1)·3.4 + log2 k·14) µs; model.md §3.1 takes the smaller. Worked by hand:
+ * all-gather 16 ranks / 2 nodes: 14·3.4 + 14 = 61.6 µs; all-reduce 1024 / 128: ring
+ * 2·(896·3.4 + 127·14) = 9648.8 µs, tree 2·(7·3.4 + 7·14) = 243.6 µs; all-gather 1024 ranks
+ * one per node: 1023·14 = 14322 µs (no tree for all-gather); within a node the profile's
+ * fixed cost stands for the steps (0 here). */
+static void test_step_latency(void)
+{
+	CHECK_ABS(coll_step_latency(COLL_ALLGATHER, 16, 2) * 1e6, 61.6, 1e-6, "AG 16 ranks on 2 nodes, µs");
+	CHECK_ABS(coll_step_latency(COLL_REDUCESCATTER, 16, 2) * 1e6, 61.6, 1e-6, "RS 16 ranks on 2 nodes, µs");
+	CHECK_ABS(coll_step_latency(COLL_ALLREDUCE, 1024, 128) * 1e6, 243.6, 1e-6, "AR 1024 ranks on 128 nodes: tree, µs");
+	CHECK_ABS(coll_step_latency(COLL_ALLREDUCE, 16, 2) * 1e6, 2 * (7 * 3.4 + 14), 1e-6, "AR 16 on 2 nodes: tree beats the ring");
+	CHECK_ABS(coll_step_latency(COLL_ALLGATHER, 1024, 1024) * 1e6, 14322, 1e-6, "AG 1024 ranks, one per node, µs");
+	CHECK(coll_step_latency(COLL_ALLGATHER, 8, 1) == 0, "one node: no step latency beyond the fixed cost");
+	CHECK(coll_step_latency(COLL_ALLTOALL, 64, 8) == 0, "all-to-all: no ring steps");
+}
+
 int main(void)
 {
 	test_zero_table1();
@@ -469,6 +488,7 @@ int main(void)
 	test_deepseek_params();
 	test_busbw_factors();
 	test_allreduce_example();
+	test_step_latency();
 	test_megatron_distopt();
 	test_interleave_factor();
 	test_playbook_states();
