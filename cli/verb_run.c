@@ -38,8 +38,12 @@ static void run_usage(FILE *f)
 		"ep = 1, ZeRO-3 also pp = 1, and DualPipe runs at ZeRO 0 (other plans stop with \"not yet\n"
 		"supported by the runtime\"). Under a pipeline, ZeRO 2 reduces once per step as ZeRO 1. Each rank\n"
 		"builds only its shard: its TP slices, its pipeline stages' layers, its experts.\n"
-		"--recompute full|selective is accepted but the runtime keeps every activation, so the\n"
-		"numerics are those of --recompute none.\n"
+		"--recompute full keeps only each recomputed layer's input (--recompute-layers: the first\n"
+		"N layers of each stage) and re-runs its forward before its backward; selective drops the\n"
+		"attention core's outputs and recomputes them from the kept qkv. The numerics are those of\n"
+		"--recompute none, bit for bit; full recompute of MoE layers under ep > 1 with a split-W\n"
+		"schedule (zb-h1, zb-v, DualPipe) is not yet supported.\n");
+	fprintf(f,
 		"Arithmetic is fp32 whatever --precision says; --gpu (default " DEFAULT_GPU ") only feeds\n"
 		"the plan's validation.\n\n"
 		"  --steps K          train until K optimizer steps are done (a resumed run counts the\n"

@@ -296,6 +296,17 @@ static int share_buffer(float **a, float **b, size_t na, size_t nb, char *err)
 	return 0;
 }
 
+/* One micro-batch's activations, with the plan's recomputation (pp_recompute_modes). */
+static int acts_for_plan(struct trainer *t, const struct plan *p, char *err)
+{
+	unsigned char *rc = malloc((size_t)t->m->cfg.layers + 1);
+	if (!rc) return errf(err, "train: out of memory");
+	pp_recompute_modes(p, t->m->cfg.layers, rc);
+	int r = llama_acts_create_rc(&t->a, t->m, p->mbs, p->seq, 0, rc, err);
+	free(rc);
+	return r;
+}
+
 static int setup_par(struct trainer *t, const struct model *mc, const struct llama_opts *lo, char *err)
 {
 	const struct ctx *x = t->x;
@@ -333,7 +344,7 @@ static int setup_par(struct trainer *t, const struct model *mc, const struct lla
 		if (llama_create_par(&t->m, mc, lo, &par, err)) return -1;
 		t->copy[0] = t->m;
 		t->ncopies = 1;
-		if (llama_acts_create(&t->a, t->m, p->mbs, p->seq, 0, err)) return -1;
+		if (acts_for_plan(t, p, err)) return -1;
 		size_t n = (size_t)p->mbs * (size_t)t->Tl;
 		t->mtok = malloc(sizeof(int) * n);
 		t->mtgt = malloc(sizeof(int) * n);
@@ -395,7 +406,7 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 		goto ready;
 	}
 	if (llama_create(&t->m, mc, &lo, err) || build_units(t, err) ||
-	    llama_acts_create(&t->a, t->m, p->mbs, p->seq, 0, err))
+	    acts_for_plan(t, p, err))
 		goto out;
 	t->tokens = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
 	t->targets = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
