@@ -34,12 +34,17 @@ static void run_usage(FILE *f)
 		"Trains the model with the plan on the CPU runtime, one MPI rank per GPU of the plan\n"
 		"(--gpus defaults to the number of ranks). Every parallel dimension runs: tp (with --sp),\n"
 		"pp with each --schedule (and --vpp for interleaved), cp (ring attention over zig-zag\n"
-		"rows), ep (MoE experts split inside dp*cp; needs tp 1), and dp with --zero 0-3; ZeRO needs\n"
-		"ep = 1, ZeRO-3 also pp = 1, and DualPipe runs at ZeRO 0 (other plans stop with \"not yet\n"
-		"supported by the runtime\"). Under a pipeline, ZeRO 2 reduces once per step as ZeRO 1. Each rank\n"
+		"rows), ep (MoE experts split inside dp*cp; needs tp 1), and dp with --zero 0-3; ZeRO-3\n"
+		"needs ep = 1 and pp = 1, ZeRO 1/2 with ep > 1 shard experts over expert-DP (no --save or\n"
+		"--resume), and DualPipe runs at ZeRO 0 (other plans stop with \"not yet supported by the\n"
+		"runtime\"). Under a pipeline or with ep > 1, ZeRO 2 reduces once per step as ZeRO 1. Each rank\n"
 		"builds only its shard: its TP slices, its pipeline stages' layers, its experts.\n"
-		"--recompute full|selective is accepted but the runtime keeps every activation, so the\n"
-		"numerics are those of --recompute none.\n"
+		"--recompute full keeps only each recomputed layer's input (--recompute-layers: the first\n"
+		"N layers of each stage) and re-runs its forward before its backward; selective drops the\n"
+		"attention core's outputs and recomputes them from the kept qkv. The numerics are those of\n"
+		"--recompute none, bit for bit; full recompute of MoE layers under ep > 1 with a split-W\n"
+		"schedule (zb-h1, zb-v, DualPipe) is not yet supported.\n");
+	fprintf(f,
 		"Arithmetic is fp32 whatever --precision says; --gpu (default " DEFAULT_GPU ") only feeds\n"
 		"the plan's validation.\n\n"
 		"  --steps K          train until K optimizer steps are done (a resumed run counts the\n"
@@ -151,6 +156,9 @@ static int load_plan(struct run_opts *o, int world, struct model *m, char *err)
 	if (model_load(p->model, m, err) || hw_load(p->gpu, &h, err) || plan_resolve(p, m, &h, err) ||
 	    plan_validate(p, m, &h, err) || train_supported(p, m, err))
 		return -1;
+	if ((o->save || o->resume) && p->zero > 0 && p->ep > 1)
+		return errf(err, "not yet supported by the runtime: --save/--resume with zero %d and ep %d (the "
+		            "optimizer state is split over two groups)", p->zero, p->ep);
 	if (p->gpus != world)
 		return errf(err, "the plan needs %d ranks (--gpus %d) but mpirun started %d; run mpirun -np %d",
 			    p->gpus, p->gpus, world, p->gpus);

@@ -543,19 +543,36 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 	I("targets", -1, N, a->targets);
 	F("rope_tab", -1, (size_t)a->T * d, a->rope_tab);
 	F("res", -1, ((size_t)c->layers + 1) * Nl * C, a->res);
+	/* recomputed layers: the first of them holds the shared attention-core slots, the first
+	 * fully recomputed layer of each kind (dense, MoE) the rest */
+	int rc_att = -1, rc_full[2] = {-1, -1};
+	for (int l = 0; l < c->layers && a->rc; l++) {
+		if (!m->held[l] || a->rc[l] == LLAMA_RC_NONE) continue;
+		if (rc_att < 0) rc_att = l;
+		int kind = model_layer_is_moe(c, l);
+		if (a->rc[l] == LLAMA_RC_FULL && rc_full[kind] < 0) rc_full[kind] = l;
+	}
 	for (int l = 0; l < c->layers; l++) {
 		if (!m->held[l]) continue;
 		struct llama_layer_acts *L = &a->l[l];
 		struct llama_layer_acts *G = a->split_w ? L : &a->l[first];
 		int own = a->split_w || l == first;
-		F("ln1", l, N * C, L->ln1);
-		F("rstd1", l, Nl, L->rstd1);
-		F("qkv", l, N * qkv, L->qkv);
-		F("att", l, N * q, L->att);
-		F("lse", l, N * H, L->lse);
-		F("mid", l, Nl * C, L->mid);
-		F("ln2", l, N * C, L->ln2);
-		F("rstd2", l, Nl, L->rstd2);
+		const int rcl = a->rc ? a->rc[l] : LLAMA_RC_NONE;
+		const int kind = model_layer_is_moe(c, l);
+		/* S: shared attention-core slot, R: shared full-recompute slot of this kind */
+		struct llama_layer_acts *S = rcl != LLAMA_RC_NONE && l != rc_att ? &a->l[rc_att] : NULL;
+		struct llama_layer_acts *R = rcl == LLAMA_RC_FULL && l != rc_full[kind] ? &a->l[rc_full[kind]] : NULL;
+#define FS(name, numel, field) do { if (S) { if (set) L->field = S->field; } else F(name, l, numel, L->field); } while (0)
+#define FR(name, numel, field) do { if (R) { if (set) L->field = R->field; } else F(name, l, numel, L->field); } while (0)
+#define IR(name, numel, field) do { if (R) { if (set) L->field = R->field; } else I(name, l, numel, L->field); } while (0)
+		FR("ln1", N * C, ln1);
+		FR("rstd1", Nl, rstd1);
+		FR("qkv", N * qkv, qkv);
+		FS("att", N * q, att);
+		FS("lse", N * H, lse);
+		FR("mid", Nl * C, mid);
+		FR("ln2", N * C, ln2);
+		FR("rstd2", Nl, rstd2);
 		if (own) {
 			F("d_qkv", l, N * qkv, G->d_qkv);
 			F("d_ao", l, N * C, G->d_ao);
@@ -563,25 +580,25 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 		}
 		if (!model_layer_is_moe(c, l)) {
 			size_t w = c->mlp == MLP_SWIGLU ? 2 * Fd : Fd;
-			F("pre", l, N * w, L->pre);
-			F("h", l, N * Fd, L->h);
+			FR("pre", N * w, pre);
+			FR("h", N * Fd, h);
 			if (a->split_w) F("d_pre", l, N * w, L->d_pre);
 		} else {
-			F("rlogits", l, N * E, L->rlogits);
-			F("probs", l, N * E, L->probs);
-			F("topw", l, NK, L->topw);
-			F("frac", l, E, L->frac);
-			I("topi", l, NK, L->topi);
-			I("offsets", l, E + 1, L->offsets);
-			I("perm", l, NK, L->perm);
-			I("slot_of", l, NK, L->slot_of);
-			F("xe", l, NK * C, L->xe);
-			F("gue", l, NK * 2 * Fe, L->gue);
-			F("he", l, NK * Fe, L->he);
-			F("ye", l, NK * C, L->ye);
+			FR("rlogits", N * E, rlogits);
+			FR("probs", N * E, probs);
+			FR("topw", NK, topw);
+			FR("frac", E, frac);
+			IR("topi", NK, topi);
+			IR("offsets", E + 1, offsets);
+			IR("perm", NK, perm);
+			IR("slot_of", NK, slot_of);
+			FR("xe", NK * C, xe);
+			FR("gue", NK * 2 * Fe, gue);
+			FR("he", NK * Fe, he);
+			FR("ye", NK * C, ye);
 			if (Fs) {
-				F("sgu", l, N * 2 * Fs, L->sgu);
-				F("sh", l, N * Fs, L->sh);
+				FR("sgu", N * 2 * Fs, sgu);
+				FR("sh", N * Fs, sh);
 			}
 			if (a->split_w) {
 				F("d_rlogits", l, N * E, L->d_rlogits);
@@ -590,6 +607,9 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 				if (Fs) F("d_sgu", l, N * 2 * Fs, L->d_sgu);
 			}
 		}
+#undef FS
+#undef FR
+#undef IR
 		if (!a->split_w && set && l != first) {
 			L->d_qkv = G->d_qkv;
 			L->d_ao = G->d_ao;
@@ -647,6 +667,7 @@ void llama_acts_destroy(struct llama_acts *a)
 	if (a->ep)
 		for (int l = 0; l < a->n_layers; l++) ep_batch_destroy(a->ep[l]);
 	free(a->ep);
+	free(a->rc);
 	free(a->specs);
 	free(a->l);
 	free(a->slab);
@@ -681,6 +702,12 @@ static int acts_parallel(const struct llama *m, struct llama_acts *a, char *err)
 
 int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int T, int split_w, char *err)
 {
+	return llama_acts_create_rc(out, m, B, T, split_w, NULL, err);
+}
+
+int llama_acts_create_rc(struct llama_acts **out, const struct llama *m, int B, int T, int split_w,
+                         const unsigned char *rc, char *err)
+{
 	*out = NULL;
 	if (B <= 0 || T <= 0) return errf(err, "activations: B (%d) and T (%d) must be positive", B, T);
 	if (T % (2 * m->cp_size) && m->cp_size > 1)
@@ -702,6 +729,21 @@ int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int
 		}
 		a->Nl = a->N / m->tp_size;
 		a->n0 = m->tp_rank * a->Nl;
+	}
+	a->rc_owner[0] = a->rc_owner[1] = a->rc_owner[2] = -1;
+	for (int l = 0; rc && l < m->cfg.layers; l++)
+		if (rc[l] > LLAMA_RC_FULL) {
+			errf(err, "activations: recompute mode %d of layer %d is not none, selective or full", rc[l], l);
+			free(a);
+			return -1;
+		}
+	if (rc) {
+		a->rc = malloc((size_t)m->cfg.layers);
+		if (!a->rc) {
+			free(a);
+			return errf(err, "activations: out of memory");
+		}
+		memcpy(a->rc, rc, (size_t)m->cfg.layers);
 	}
 	a->l = calloc((size_t)m->cfg.layers, sizeof *a->l);
 	struct act_builder b = {0};

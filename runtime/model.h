@@ -200,10 +200,25 @@ struct llama_acts {
 	float *moe_stats;            /* cp > 1: (2, E) expert counts and probability sums */
 	int failed;                  /* a collective failed: err says which; results are invalid */
 	char err[256];
+	/* activation recomputation: rc[l] is layer l's mode (NULL: none kept out); the slots a
+	 * recomputed layer does not keep are shared, rc_owner[] says which layer's values they
+	 * hold now (LLAMA_RC_SLOT_*; -1 none) */
+	unsigned char *rc;
+	int rc_owner[3];
 	float ce_loss;               /* mean over counted targets (>= 0) of the last forward */
 	float dloss;                 /* d total loss / d this micro-batch's loss; set by
 	                              * llama_head_backward (a stage without the head sets it) */
 };
+
+/* Activation recomputation per layer. FULL (Megatron-LM's full/uniform) keeps only the layer's
+ * input (its row of res) and re-runs the layer's forward just before its B or W pass when the
+ * shared slots hold another layer's values; ATTN (selective, Korthikanti et al. 2022, "Reducing
+ * Activation Recomputation in Large Transformer Models", §5) keeps everything but the attention
+ * core's outputs (att, lse), recomputed from the kept post-RoPE qkv. The recomputed values are
+ * bit-for-bit those of the forward (same kernels, same inputs, same order). Recomputing a
+ * layer under TP, CP or EP repeats its collectives, so it is collective like a B pass. */
+enum llama_rc { LLAMA_RC_NONE, LLAMA_RC_ATTN, LLAMA_RC_FULL };
+enum { LLAMA_RC_SLOT_ATT, LLAMA_RC_SLOT_DENSE, LLAMA_RC_SLOT_MOE };
 
 /* split_w != 0 keeps every layer's weight-gradient inputs so W passes can be deferred.
  * Activations of the whole B·T sequence after gathers (ln1, ln2, qkv, ...) have N rows with
@@ -212,6 +227,10 @@ struct llama_acts {
  * context parallelism 2·cp must divide it and the rank holds T/cp rows of each sequence
  * (zig-zag), which is what tokens and targets then hold. */
 int llama_acts_create(struct llama_acts **out, const struct llama *m, int B, int T, int split_w, char *err);
+/* As llama_acts_create with rc[l] (enum llama_rc, [cfg.layers], copied; NULL: none) saying
+ * which layers are recomputed: their dropped tensors share one slot set per kind. */
+int llama_acts_create_rc(struct llama_acts **out, const struct llama *m, int B, int T, int split_w,
+                         const unsigned char *rc, char *err);
 void llama_acts_destroy(struct llama_acts *a);
 
 /* ---- forward: embed, then layers [l0, l1), then head (callable separately) ---------------

@@ -260,6 +260,15 @@ static void mlp_forward(const struct llama *m, struct llama_acts *a, int l, cons
 	add_into(y, L->mid, (size_t)s->Nl * s->C);
 }
 
+/* Which layer's values the shared recompute slots of layer l now hold. */
+static void rc_mark(const struct llama *m, struct llama_acts *a, int l)
+{
+	if (!a->rc || a->rc[l] == LLAMA_RC_NONE) return;
+	a->rc_owner[LLAMA_RC_SLOT_ATT] = l;
+	if (a->rc[l] == LLAMA_RC_FULL)
+		a->rc_owner[model_layer_is_moe(&m->cfg, l) ? LLAMA_RC_SLOT_MOE : LLAMA_RC_SLOT_DENSE] = l;
+}
+
 void llama_layers_forward(const struct llama *m, struct llama_acts *a, int l0, int l1)
 {
 	struct dims s = dims_of(m, a);
@@ -267,7 +276,31 @@ void llama_layers_forward(const struct llama *m, struct llama_acts *a, int l0, i
 		if (refused(m, a, l)) return;
 		attn_forward(m, a, l, &s);
 		mlp_forward(m, a, l, &s);
+		rc_mark(m, a, l);
 	}
+}
+
+/* Before a backward pass of layer l: re-runs what recomputation dropped if the shared slots
+ * hold another layer's values. Full: the whole block from its kept input res[l] (rewriting
+ * res[l+1] with the same values); selective: the attention core from the kept qkv. */
+static void rc_restore(const struct llama *m, struct llama_acts *a, int l, const struct dims *s)
+{
+	if (!a->rc || a->rc[l] == LLAMA_RC_NONE) return;
+	if (a->rc[l] == LLAMA_RC_FULL) {
+		int slot = model_layer_is_moe(&m->cfg, l) ? LLAMA_RC_SLOT_MOE : LLAMA_RC_SLOT_DENSE;
+		if (a->rc_owner[slot] == l && a->rc_owner[LLAMA_RC_SLOT_ATT] == l) return;
+		attn_forward(m, a, l, s);
+		mlp_forward(m, a, l, s);
+	} else {
+		if (a->rc_owner[LLAMA_RC_SLOT_ATT] == l) return;
+		struct llama_layer_acts *L = &a->l[l];
+		if (m->cp_size == 1)
+			attention_forward(L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+		else if (!a->failed)
+			fail(a, cp_attention_forward(m->cp, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H,
+			                             s->Hkv, s->d, a->err));
+	}
+	rc_mark(m, a, l);
 }
 
 float llama_head_forward(const struct llama *m, struct llama_acts *a, const int *targets)
@@ -418,6 +451,7 @@ void llama_layer_backward_b(struct llama *m, struct llama_acts *a, int l)
 {
 	struct dims s = dims_of(m, a);
 	if (refused(m, a, l)) return;
+	rc_restore(m, a, l, &s);
 	mlp_backward_b(m, a, l, &s);
 	attn_backward_b(m, a, l, &s);
 }
@@ -428,6 +462,7 @@ void llama_layer_backward_w(struct llama *m, struct llama_acts *a, int l)
 {
 	struct dims s = dims_of(m, a);
 	if (refused(m, a, l)) return;
+	rc_restore(m, a, l, &s);
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
 	const int N = s.N, C = s.C;

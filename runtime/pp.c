@@ -360,8 +360,15 @@ int pp_create(const struct pp_cfg *cfg, struct pp **out, char *err)
 			held[l] = llama_holds_layer(p->models[0], l) ||
 			          (p->ncopies == 2 && llama_holds_layer(p->models[1], l));
 		view.held = held;
+		/* a deferred W pass of a fully recomputed layer re-runs its forward, which would
+		 * replace the expert exchange the pending W pass reads */
+		for (int l = 0; l < view.cfg.layers && !rc && split_w && cfg->recompute; l++)
+			if (held[l] && cfg->recompute[l] == LLAMA_RC_FULL && model_layer_is_moe(&view.cfg, l) &&
+			    view.ep_size > 1)
+				rc = errf(err, "not yet supported by the runtime: full recompute of MoE layers under "
+				               "expert parallelism with a split-W schedule");
 		for (int i = 0; i < p->nsets && !rc; i++)
-			rc = llama_acts_create(&p->sets[i], &view, p->B, p->T, split_w, err);
+			rc = llama_acts_create_rc(&p->sets[i], &view, p->B, p->T, split_w, cfg->recompute, err);
 		free(held);
 		if (!rc && p->nsets) {
 			/* under context parallelism a rank holds T/cp rows of each sequence, under
@@ -393,14 +400,39 @@ int pp_create_from_ctx(const struct ctx *x, struct llama *const *models, struct 
 		sched_destroy(s);
 		return -1;
 	}
+	const int layers = models[0]->cfg.layers;
+	unsigned char *rcm = malloc((size_t)layers + 1);
+	if (!rcm) {
+		sched_destroy(s);
+		return errf(err, "pp: out of memory");
+	}
+	pp_recompute_modes(pl, layers, rcm);
 	struct pp_cfg c = {.sched = s, .comm = ctx_comm(x, GROUP_PP), .stage_layers = pl->stage_layers,
-	                   .models = {models[0], s->ndirs == 2 ? models[1] : NULL}, .B = pl->mbs, .T = pl->seq};
-	if (pp_create(&c, out, err)) {
+	                   .models = {models[0], s->ndirs == 2 ? models[1] : NULL}, .B = pl->mbs, .T = pl->seq,
+	                   .recompute = rcm};
+	int rc = pp_create(&c, out, err);
+	free(rcm);
+	if (rc) {
 		sched_destroy(s);
 		return -1;
 	}
 	(*out)->own_sched = s;
 	return 0;
+}
+
+void pp_recompute_modes(const struct plan *p, int layers, unsigned char *out)
+{
+	memset(out, LLAMA_RC_NONE, (size_t)layers);
+	if (p->recompute == RC_SELECTIVE) memset(out, LLAMA_RC_ATTN, (size_t)layers);
+	if (p->recompute != RC_FULL) return;
+	int total = 0;
+	for (int i = 0; i < p->nstage_layers; i++) total += p->stage_layers[i];
+	int one[1] = {layers};
+	const int *st = p->nstage_layers > 0 && total == layers ? p->stage_layers : one;
+	const int ns = st == one ? 1 : p->nstage_layers;
+	for (int i = 0, l0 = 0; i < ns; l0 += st[i++])
+		for (int j = 0; j < st[i]; j++)
+			if (p->recompute_layers < 0 || j < p->recompute_layers) out[l0 + j] = LLAMA_RC_FULL;
 }
 
 void pp_destroy(struct pp *p)
@@ -845,9 +877,13 @@ int pp_create_sharded(const struct ctx *x, const struct model *cfg, const struct
 		if (!rc) rc = llama_create_par(&models[d], cfg, lo, &par, err);
 	}
 	free(ranges);
+	unsigned char *rcm = malloc((size_t)cfg->layers + 1);
+	if (!rc && !rcm) rc = errf(err, "pp: out of memory");
+	if (!rc) pp_recompute_modes(pl, cfg->layers, rcm);
 	struct pp_cfg c = {.sched = s, .comm = ctx_comm(x, GROUP_PP), .stage_layers = pl->stage_layers,
-	                   .models = {models[0], models[1]}, .B = pl->mbs, .T = pl->seq};
+	                   .models = {models[0], models[1]}, .B = pl->mbs, .T = pl->seq, .recompute = rcm};
 	if (!rc) rc = pp_create(&c, out, err);
+	free(rcm);
 	if (rc) {
 		llama_destroy(models[0]);
 		llama_destroy(models[1]);

@@ -42,6 +42,8 @@
 #include "runtime/model.h"
 #include "sim/schedule.h"
 
+struct plan;
+
 struct ctx;
 struct pp;
 
@@ -72,6 +74,7 @@ struct pp_cfg {
 	const int *stage_layers;     /* sched->nstages entries: decoder blocks per stage, in order */
 	struct llama *models[2];     /* one per direction (DualPipe: 2 distinct copies); borrowed */
 	int B, T;                    /* micro-batch: sequences and tokens per sequence */
+	const unsigned char *recompute; /* [layers] enum llama_rc per layer; NULL: none */
 };
 
 int pp_create(const struct pp_cfg *cfg, struct pp **out, char *err);
@@ -79,6 +82,10 @@ int pp_create(const struct pp_cfg *cfg, struct pp **out, char *err);
  * plan_resolve) and the context's pipeline group. models as in pp_cfg. */
 int pp_create_from_ctx(const struct ctx *x, struct llama *const *models, struct pp **out, char *err);
 void pp_destroy(struct pp *p);
+/* The plan's activation recomputation per layer (enum llama_rc, out[layers]): selective on
+ * every layer, or full on the first recompute_layers (-1: all) layers of each stage; the
+ * stages are the plan's stage_layers (one stage of every layer when it has none). */
+void pp_recompute_modes(const struct plan *p, int layers, unsigned char *out);
 
 void pp_set_ready_hook(struct pp *p, pp_ready_fn fn, void *arg);
 

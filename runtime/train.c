@@ -53,6 +53,17 @@ struct trainer {
 	int *tok, *tgt;                /* the micro-batch in use: tokens/targets or mtok/mtgt */
 	struct decay_range *skip;      /* flat ranges left out of this rank's share of the norm */
 	int nskip;
+	/* ---- ZeRO 1/2 with ep > 1: dense tensors packed into one zero over dp*cp (z), routed
+	 * experts into one over the expert-DP group (ze; NULL when the rank holds none). Pack k
+	 * (0 dense, 1 experts) is runs of the model's flat buffer laid end to end. */
+	struct zero *ze;
+	struct ep_pack {
+		struct decay_range *runs, *decay, *skip; /* runs: model offsets; decay, skip: packed */
+		int nruns, ndecay, nskip;
+		size_t n;                  /* packed elements */
+		float *buf;                /* zero_padded() floats: packed gradients for the reduction,
+		                            * then packed parameters for the step and its gathers */
+	} pk[2];
 };
 
 void train_opts_default(struct train_opts *o)
@@ -75,8 +86,8 @@ int train_supported(const struct plan *p, const struct model *m, char *err)
 	if (p->zero < 0 || p->zero > 3) return errf(err, "plan: zero (%d) must be 0..3", p->zero);
 	if (p->zero == 3 && m->tied)
 		return errf(err, "%s: zero 3 with tied embeddings (tie_word_embeddings)", what);
-	if (p->zero != 0 && p->ep > 1)
-		return errf(err, "%s: zero %d with ep %d (expert-parallel plans run with --zero 0)", what, p->zero, p->ep);
+	if (p->zero == 3 && p->ep > 1)
+		return errf(err, "%s: zero 3 with ep %d (expert-parallel plans run with --zero 0-2)", what, p->ep);
 	if (p->zero == 3 && p->pp > 1)
 		return errf(err, "%s: zero 3 with pp %d (pipeline plans run with --zero 0-2)", what, p->pp);
 	if (p->zero != 0 && p->pp > 1 && (p->schedule == SCHED_DUALPIPE))
@@ -221,6 +232,64 @@ static int setup_zero012(struct trainer *t, char *err)
 	return 0;
 }
 
+/* Appends [off, off+n) to a sorted run list, merging with the last run when adjacent. */
+static void add_range(struct decay_range *r, int *nr, size_t off, size_t n)
+{
+	if (*nr && r[*nr - 1].off + r[*nr - 1].len == off) r[*nr - 1].len += n;
+	else r[(*nr)++] = (struct decay_range){off, n};
+}
+
+static int in_ranges(const struct decay_range *r, int nr, size_t off)
+{
+	for (int i = 0; i < nr; i++)
+		if (off >= r[i].off && off < r[i].off + r[i].len) return 1;
+	return 0;
+}
+
+/* ZeRO 1/2 with expert parallelism (Megatron-LM's distributed optimizer with experts): the
+ * dense tensors sharded over dp*cp, the routed experts over the expert-DP group, each in a
+ * packed buffer of its own; the model keeps its params and grads, the moments live in zero. */
+static int setup_zero_ep(struct trainer *t, char *err)
+{
+	struct llama *m = t->m;
+	for (int k = 0; k < 2; k++) {
+		struct ep_pack *q = &t->pk[k];
+		q->runs = malloc(sizeof(*q->runs) * ((size_t)m->n_specs + 1));
+		q->decay = malloc(sizeof(*q->decay) * ((size_t)m->n_specs + 1));
+		q->skip = malloc(sizeof(*q->skip) * ((size_t)m->n_specs + 1));
+		if (!q->runs || !q->decay || !q->skip) return errf(err, "train: out of memory");
+		for (int i = 0; i < m->n_specs; i++) {
+			const struct param_spec *sp = &m->specs[i];
+			if ((sp->shard == SHARD_EXPERT) != k) continue;
+			add_range(q->runs, &q->nruns, sp->offset, sp->numel);
+			if (sp->decay) add_range(q->decay, &q->ndecay, q->n, sp->numel);
+			if (in_ranges(t->skip, t->nskip, sp->offset)) add_range(q->skip, &q->nskip, q->n, sp->numel);
+			q->n += sp->numel;
+		}
+	}
+	const struct adamw_opts *o = &t->o.opt;
+	double bytes = 8.0 * (double)m->n_params; /* the model's params and grads */
+	for (int k = 0; k < 2; k++) {
+		struct ep_pack *q = &t->pk[k];
+		if (!q->n) continue;
+		struct zero_cfg zc = {.stage = t->stage, .bucket_params = t->o.bucket_params,
+		                      .opt = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, q->decay, q->ndecay}};
+		struct zero **z = k ? &t->ze : &t->z;
+		if (zero_create(ctx_comm(t->x, k ? GROUP_EDP : GROUP_DPCP), q->n, &zc, z, err)) return -1;
+		size_t P = zero_padded(*z);
+		q->buf = calloc(P, sizeof(float));
+		if (!q->buf) return errf(err, "train: out of memory for %zu parameters", P);
+		struct zero_state zs;
+		zero_state(*z, &zs);
+		bytes += 4.0 * ((double)P + 3.0 * (double)zs.n); /* pack; m, v, gradient shards */
+	}
+	free(m->m);
+	free(m->v);
+	m->m = m->v = NULL;
+	t->static_bytes = bytes;
+	return 0;
+}
+
 static int setup_zero3(struct trainer *t, char *err)
 {
 	size_t *sizes = malloc(sizeof(size_t) * (size_t)t->nunits);
@@ -296,6 +365,17 @@ static int share_buffer(float **a, float **b, size_t na, size_t nb, char *err)
 	return 0;
 }
 
+/* One micro-batch's activations, with the plan's recomputation (pp_recompute_modes). */
+static int acts_for_plan(struct trainer *t, const struct plan *p, char *err)
+{
+	unsigned char *rc = malloc((size_t)t->m->cfg.layers + 1);
+	if (!rc) return errf(err, "train: out of memory");
+	pp_recompute_modes(p, t->m->cfg.layers, rc);
+	int r = llama_acts_create_rc(&t->a, t->m, p->mbs, p->seq, 0, rc, err);
+	free(rc);
+	return r;
+}
+
 static int setup_par(struct trainer *t, const struct model *mc, const struct llama_opts *lo, char *err)
 {
 	const struct ctx *x = t->x;
@@ -333,7 +413,7 @@ static int setup_par(struct trainer *t, const struct model *mc, const struct lla
 		if (llama_create_par(&t->m, mc, lo, &par, err)) return -1;
 		t->copy[0] = t->m;
 		t->ncopies = 1;
-		if (llama_acts_create(&t->a, t->m, p->mbs, p->seq, 0, err)) return -1;
+		if (acts_for_plan(t, p, err)) return -1;
 		size_t n = (size_t)p->mbs * (size_t)t->Tl;
 		t->mtok = malloc(sizeof(int) * n);
 		t->mtgt = malloc(sizeof(int) * n);
@@ -389,13 +469,14 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 	if (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1) {
 		if (setup_par(t, mc, &lo, err)) goto out;
 		if (t->stage > 0 && ((t->pp ? build_decay(t, err) : build_units(t, err)) || build_skip(t, err) ||
-		                     (t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err))))
+		                     (p->ep > 1 ? setup_zero_ep(t, err) :
+		                      t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err))))
 			goto out;
 		if (t->a) t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
 		goto ready;
 	}
 	if (llama_create(&t->m, mc, &lo, err) || build_units(t, err) ||
-	    llama_acts_create(&t->a, t->m, p->mbs, p->seq, 0, err))
+	    acts_for_plan(t, p, err))
 		goto out;
 	t->tokens = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
 	t->targets = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
@@ -421,6 +502,13 @@ void train_destroy(struct trainer *t)
 {
 	if (!t) return;
 	zero_destroy(t->z);
+	zero_destroy(t->ze);
+	for (int k = 0; k < 2; k++) {
+		free(t->pk[k].runs);
+		free(t->pk[k].decay);
+		free(t->pk[k].skip);
+		free(t->pk[k].buf);
+	}
 	zero3_destroy(t->z3);
 	llama_acts_destroy(t->a);
 	if (t->pp) {
@@ -700,6 +788,57 @@ static int finish_pp_zero(struct trainer *t, double *norm, char *err)
 	return 0;
 }
 
+/* ZeRO 1/2 with ep > 1 after the step's micro-batches: each pack reduce-scattered over its
+ * group (scaled first so that the group's average is the single-rank gradient: dense by cp
+ * as in accumulate, experts by |edp|/dp as reduce_par's sum over edp divided by dp), one norm
+ * over both (dense shards tile dp*cp; expert shards tile each edp group and the EP ranks hold
+ * different experts, so the sum over dp*cp counts every element once; then over tp and pp),
+ * clipping, AdamW on the shards, all-gathers, and the packs copied back into the model. Stage
+ * 2 reduces once per step here, as stage 1. */
+static int finish_ep_zero(struct trainer *t, double *norm, char *err)
+{
+	struct llama *m = t->m;
+	const struct plan *p = &t->x->plan;
+	struct zero *zs[2] = {t->z, t->ze};
+	const float scale[2] = {(float)p->cp, (float)comm_size(ctx_comm(t->x, GROUP_EDP)) / (float)p->dp};
+	if (llama_grads_finish(m, err)) return -1;
+	double s = now_s(), sq = 0;
+	for (int k = 0; k < 2; k++) {
+		struct ep_pack *q = &t->pk[k];
+		if (!zs[k]) continue;
+		size_t at = 0;
+		for (int i = 0; i < q->nruns; at += q->runs[i++].len) {
+			const float *g = m->grads + q->runs[i].off;
+			for (size_t e = 0; e < q->runs[i].len; e++) q->buf[at + e] = g[e] * scale[k];
+		}
+		if (zero_reduce_begin(zs[k], q->buf, 0, err) || zero_grad_ready(zs[k], 0, q->n, err) ||
+		    zero_reduce_finish(zs[k], err))
+			return -1;
+		sq += zero_grad_sq_skip(zs[k], q->skip, q->nskip);
+	}
+	record(t, EV_REDUCE_SCATTER, EV_COMM, s, now_s(), -1, -1, -1);
+	s = now_s();
+	struct comm *groups[3] = {ctx_comm(t->x, GROUP_DPCP), ctx_comm(t->x, GROUP_TP), ctx_comm(t->x, GROUP_PP)};
+	if (grad_norm_global(sq, groups, 3, norm, err)) return -1;
+	const float coef = grad_clip_coef(*norm, t->o.opt.max_grad_norm);
+	for (int k = 0; k < 2; k++) {
+		struct ep_pack *q = &t->pk[k];
+		if (!zs[k]) continue;
+		if (t->o.opt.max_grad_norm > 0 && coef < 1.0f) zero_scale_grads(zs[k], coef);
+		size_t at = 0;
+		for (int i = 0; i < q->nruns; at += q->runs[i++].len)
+			memcpy(q->buf + at, m->params + q->runs[i].off, sizeof(float) * q->runs[i].len);
+		if (zero_step(zs[k], q->buf, err)) return -1;
+		at = 0;
+		for (int i = 0; i < q->nruns; at += q->runs[i++].len)
+			memcpy(m->params + q->runs[i].off, q->buf + at, sizeof(float) * q->runs[i].len);
+	}
+	size_t before = t->nev;
+	record(t, EV_OPT, EV_COMPUTE, s, now_s(), -1, -1, -1);
+	if (t->nev > before) t->ev[t->nev - 1].stage = comm_rank(ctx_comm(t->x, GROUP_PP));
+	return 0;
+}
+
 static int step_par(struct trainer *t, double *loss_sum, double *norm, char *err)
 {
 	const struct plan *p = &t->x->plan;
@@ -738,6 +877,7 @@ static int step_par(struct trainer *t, double *loss_sum, double *norm, char *err
 			*loss_sum += l;
 		}
 	}
+	if (t->pk[0].runs) return finish_ep_zero(t, norm, err);
 	if (t->z) return finish_pp_zero(t, norm, err);
 	double s = now_s();
 	for (int c = 0; c < t->ncopies; c++)
@@ -763,7 +903,7 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 	const struct plan *p = &t->x->plan;
 	struct comm *dpg = ctx_comm(t->x, GROUP_DPCP);
 	double t_start = now_s(), loss_sum = 0, norm = 0;
-	if (t->par && (t->pp || (!t->z && !t->z3))) {
+	if (t->par && (t->pp || t->pk[0].runs || (!t->z && !t->z3))) {
 		if (step_par(t, &loss_sum, &norm, err)) return -1;
 		goto done;
 	}

@@ -13,8 +13,12 @@
  * over the expert-DP group, divided by dp (CP ranks hold shares of one sequence's gradient);
  * the norm counts each tensor once over tp, pp, ep. ZeRO 1-3 run with tp and cp, ZeRO 1-2
  * also with pp (one reduce-scatter after the schedule, so 2 behaves as 1; not DualPipe);
- * expert-parallel plans run at ZeRO 0. Recompute is accepted; every activation is kept
- * (numerics are those of no recompute).
+ * expert-parallel plans run ZeRO 1/2 with dense tensors sharded over dp*cp and routed experts
+ * over the expert-DP group, each packed into a buffer of its own (a reduce-scatter per step),
+ * one clipping norm over both, and not ZeRO-3. Activation recomputation (the plan's recompute and
+ * recompute_layers, pp_recompute_modes) drops activations from each micro-batch's buffers
+ * and re-runs forwards before backward (llama_acts_create_rc); numerics are bit for bit
+ * those of no recompute.
  *
  * Ownership: the trainer borrows the context and the data source (both must outlive it) and
  * owns everything else. Every call marked "collective" must be made by every rank of the

@@ -154,6 +154,26 @@ int zero_clip_grad_norm_skip(struct zero *z, const struct decay_range *skip, int
 	return grad_clip_sq(z->shard, z->owned, sq, z->group, mp, nmp, max_norm, norm, err);
 }
 
+double zero_grad_sq_skip(const struct zero *z, const struct decay_range *skip, int nskip)
+{
+	if (!z->cfg.stage) return z->grads ? grad_sq_skip(z->grads, 0, z->nparams, skip, nskip) : 0.0;
+	int n = comm_size(z->group), r = comm_rank(z->group), nb = dp_nbuckets(z->dp);
+	double sq = 0;
+	for (int i = 0; i < nb; i++) {
+		const struct dp_bucket *b = dp_bucket(z->dp, i);
+		size_t sl = b->len / (size_t)n;
+		sq += grad_sq_skip(z->shard + b->shard_off, b->off + (size_t)r * sl, sl, skip, nskip);
+	}
+	return sq;
+}
+
+void zero_scale_grads(struct zero *z, float coef)
+{
+	float *g = z->cfg.stage ? z->shard : z->grads;
+	size_t n = z->cfg.stage ? z->owned : z->nparams;
+	for (size_t i = 0; g && i < n; i++) g[i] *= coef;
+}
+
 int zero_step(struct zero *z, float *params, char *err)
 {
 	z->step++;

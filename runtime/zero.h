@@ -87,6 +87,11 @@ int zero_clip_grad_norm(struct zero *z, struct comm *const *mp, int nmp, float m
  * model-parallel rank counts, e.g. TP-replicated ones on TP ranks > 0. */
 int zero_clip_grad_norm_skip(struct zero *z, const struct decay_range *skip, int nskip,
 			     struct comm *const *mp, int nmp, float max_norm, double *norm, char *err);
+/* This rank's share of the squared norm of the averaged gradients it owns, skip[] left out
+ * (zero_clip_grad_norm_skip's local term; no communication), and the scaling of those
+ * gradients by coef: for one norm over several zero instances (dense and expert groups). */
+double zero_grad_sq_skip(const struct zero *z, const struct decay_range *skip, int nskip);
+void zero_scale_grads(struct zero *z, float coef);
 /* AdamW step on the owned part, then (stages 1, 2) all-gather of the updated parameters. */
 int zero_step(struct zero *z, float *params, char *err);
 

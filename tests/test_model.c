@@ -1,8 +1,10 @@
 /* Single-rank model: whole-model gradients against finite differences (dense, MoE, GeLU with
  * qkv bias), loss at initialisation near ln(vocab), 20 AdamW steps reduce the loss on a fixed
  * batch, same seed gives bit-identical losses, deferred weight-gradient passes give the same
- * gradients, layer ranges compose, the parameter table is consistent, and a single-rank shard
- * of some layers (llama_create_par without TP) holds only those and computes the same. */
+ * gradients, layer ranges compose, the parameter table is consistent, a single-rank shard
+ * of some layers (llama_create_par without TP) holds only those and computes the same, and
+ * activation recomputation (full, selective, mixed; with deferred W passes too) gives
+ * bit-identical losses and gradients in fewer activation floats. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +338,71 @@ out:
 	CHECK(llama_create_par(&s, &c, NULL, &bad, err) == -1 && strstr(err, "layer range 0 [2, 5)"), "range past the end: '%s'", err);
 }
 
+/* Recomputation re-runs the forward kernels on the kept inputs: bit-identical losses and
+ * gradients to keeping everything, and a smaller slab, full < selective < none. */
+static void test_recompute(void)
+{
+	char err[ERR_LEN];
+	struct model cfg = tiny_moe("tiny-moe", 2);
+	struct llama *m;
+	if (llama_create(&m, &cfg, NULL, err)) {
+		CHECK(0, "create: %s", err);
+		return;
+	}
+	int tok[N], tgt[N];
+	tiny_batch(tok, tgt, N, T, 5, 2);
+	float *g0 = malloc(sizeof(float) * m->n_params);
+	unsigned char modes[4][8];
+	const char *names[4] = {"none", "selective", "full", "mixed"};
+	for (int l = 0; l < cfg.layers; l++) {
+		modes[0][l] = LLAMA_RC_NONE;
+		modes[1][l] = LLAMA_RC_ATTN;
+		modes[2][l] = LLAMA_RC_FULL;
+		modes[3][l] = (unsigned char)((l + 2) % 3); /* full, none, selective, ... */
+	}
+	size_t floats[2][4] = {{0}};
+	float l0 = 0.0f;
+	for (int split = 0; split < 2; split++)
+		for (int k = 0; k < 4; k++) {
+			struct llama_acts *a;
+			if (llama_acts_create_rc(&a, m, B, T, split, modes[k], err)) {
+				CHECK(0, "create %s: %s", names[k], err);
+				continue;
+			}
+			floats[split][k] = a->n_floats;
+			llama_zero_grad(m);
+			float loss = llama_forward(m, a, tok, tgt);
+			if (!split) {
+				llama_backward(m, a, 1.0f);
+			} else { /* zero-bubble order: every B pass, then every W pass */
+				llama_head_backward(m, a, 1.0f);
+				for (int l = cfg.layers - 1; l >= 0; l--) llama_layer_backward_b(m, a, l);
+				llama_embed_backward(m, a);
+				for (int l = cfg.layers - 1; l >= 0; l--) llama_layer_backward_w(m, a, l);
+			}
+			if (!split && !k) {
+				l0 = loss;
+				memcpy(g0, m->grads, sizeof(float) * m->n_params);
+			} else {
+				CHECK(loss == l0, "%s (split_w %d): loss %.9g vs %.9g", names[k], split, loss, l0);
+				CHECK(!memcmp(g0, m->grads, sizeof(float) * m->n_params), "%s (split_w %d): same gradients",
+				      names[k], split);
+			}
+			llama_acts_destroy(a);
+		}
+	for (int split = 0; split < 2; split++)
+		CHECK(floats[split][2] < floats[split][1] && floats[split][1] < floats[split][0] &&
+		      floats[split][3] < floats[split][0],
+		      "split_w %d: activation floats full %zu < selective %zu < none %zu (mixed %zu)", split,
+		      floats[split][2], floats[split][1], floats[split][0], floats[split][3]);
+	struct llama_acts *a = NULL;
+	modes[0][1] = 7;
+	CHECK(llama_acts_create_rc(&a, m, B, T, 0, modes[0], err) == -1 && strstr(err, "layer 1"),
+	      "an unknown mode is refused: '%s'", err);
+	free(g0);
+	llama_destroy(m);
+}
+
 int main(void)
 {
 	test_tables();
@@ -343,5 +410,6 @@ int main(void)
 	test_training();
 	test_split_and_ranges();
 	test_layer_shard();
+	test_recompute();
 	return test_summary("model");
 }

@@ -23,46 +23,25 @@
 #include "runtime/dp.h"
 #include "runtime/pp.h"
 #include "sim/util.h"
-#include "tests/test.h"
+#include "tests/mpi/harness.h"
+#include "tests/tiny.h"
 
 enum { MBS = 1, SEQ = 16, NTOK = MBS * SEQ };
 #define TOL 1e-5
 
+/* tests/tiny.h's dense or MoE model with `layers` layers, tied or not */
 static struct model tiny(int layers, int tied, int moe)
 {
-	struct model c;
-	memset(&c, 0, sizeof c);
-	snprintf(c.name, sizeof c.name, "tiny-pp");
+	struct model c = moe ? tiny_moe("tiny-pp", 2) : tiny_dense("tiny-pp", 2);
 	c.layers = layers;
-	c.hidden = 64;
-	c.ffn_hidden = 128;
-	c.heads = 4;
-	c.kv_heads = 2;
-	c.head_dim = 16;
-	c.vocab = 256;
 	c.tied = tied;
-	c.norm = NORM_RMS;
-	c.mlp = MLP_SWIGLU;
-	c.rope_theta = 10000.0;
-	c.norm_eps = 1e-5;
-	if (moe) {
-		c.moe_experts = 4;
-		c.moe_topk = 2;
-		c.moe_ffn_hidden = 32;
-		c.moe_shared_experts = 1;
-		c.moe_dense_layers = 1;
-	}
 	return c;
 }
 
-/* m micro-batches of next-token data from an LCG; one ignored target per micro-batch */
+/* m micro-batches of tests/tiny.h's next-token data; one ignored target per micro-batch */
 static void make_batch(int *tok, int *tgt, int m, unsigned seed)
 {
-	for (int i = 0; i < m * NTOK; i++) {
-		seed = seed * 1103515245u + 12345u;
-		tok[i] = (int)((seed >> 8) % 256);
-	}
-	for (int i = 0; i < m * NTOK; i++) tgt[i] = (i % SEQ == SEQ - 1) ? tok[i - SEQ + 1] : tok[i + 1];
+	tiny_batch(tok, tgt, m * NTOK, SEQ, seed, 2);
 	for (int j = 0; j < m; j++) tgt[j * NTOK + 2 + j % 5] = -1;
 }
 
@@ -121,17 +100,6 @@ static void ref_free(struct ref *r)
 		free(r->grads[k]);
 		free(r->params[k]);
 	}
-}
-
-/* max over elements |got - want| / max |want| of one tensor */
-static double tensor_err(const float *got, const float *want, size_t n)
-{
-	double d = 0.0, w = 0.0;
-	for (size_t i = 0; i < n; i++) {
-		d = fmax(d, fabs((double)got[i] - want[i]));
-		w = fmax(w, fabs((double)want[i]));
-	}
-	return w > 0 ? d / w : d;
 }
 
 /* The hook records every range and a copy of its gradients at the time of the call. */
@@ -217,7 +185,7 @@ static void check_times(struct pp *p, const char *name, int rank)
 	CHECK(!bad, "%s: op records do not follow rank %d's op list", name, rank);
 }
 
-/* max over held tensors of tensor_err(models' buffer, reference buffer) */
+/* max over held tensors of harness_rel_err(models' buffer, reference buffer) */
 static double held_err(struct pp *p, struct llama *const *models, int grads, const float *want, int *held)
 {
 	double e = 0.0;
@@ -232,7 +200,7 @@ static double held_err(struct pp *p, struct llama *const *models, int grads, con
 			if (!w) { e = INFINITY; continue; }
 			for (size_t j = 0; j < sp->numel; j++) w[j] = want[llama_full_index(models[k], i, j)];
 			(*held)++;
-			e = fmax(e, tensor_err(got, w, sp->numel));
+			e = fmax(e, harness_rel_err(got, w, sp->numel));
 			free(w);
 		}
 	return e;
@@ -494,11 +462,7 @@ int main(void)
 {
 	char err[ERR_LEN];
 	struct comm *world;
-	if (comm_mpi_world(&world, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	comm_set_timeout(world, 60);   /* a deadlock fails instead of hanging */
+	if (harness_world(&world, 60)) return 1;   /* a deadlock fails instead of hanging */
 	const int n = comm_size(world);
 	struct plan pl;
 	plan_defaults(&pl);
@@ -577,13 +541,5 @@ int main(void)
 		if (n == 4) dp_overlap(world);
 	}
 	ctx_destroy(x);
-	double cnt[2] = {test_passed, test_failed};
-	if (comm_allreduce(world, cnt, cnt, 2, COMM_F64, err)) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	int rank = comm_rank(world);
-	comm_destroy(world);
-	if (rank == 0) printf("test_pp: %d passed, %d failed\n", (int)cnt[0], (int)cnt[1]);
-	return cnt[1] > 0 ? 1 : 0;
+	return harness_finish(world, "test_pp");
 }
