@@ -9,43 +9,8 @@
 #    databases are refused with a clear message (data files and other bad input: run_input.sh);
 #  - a killed rank, or a stopped one (collective timeout), ends the job within 30 s.
 . "$(dirname "$0")/lib.sh"
-B=${SCALEPLAN_BUILD:-build}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"   # see mpi_comm.sh
-MPI="timeout 120 mpirun --oversubscribe"
+run_setup
 TINY="--model tiny --seq 16 --gbs 8 --mbs 2"
-
-# expect_msg PATTERN: exactly one line of ours on stderr (mpirun adds its own), matching
-expect_msg() {
-	[ "$1" = "--" ] && shift
-	local n=$(grep -c '^scaleplan' "$TMP/err")
-	if [ "$n" -eq 1 ] && grep '^scaleplan' "$TMP/err" | grep -Eq -- "$1"; then ok; else bad "stderr: not one message matching '$1': $(head -c 300 "$TMP/err")"; fi
-}
-
-# no_leaks WHAT: under ASan, no leak report may name a frame in our sources (Open MPI's own
-# leaks at exit cannot be suppressed by name; see mpi_comm.sh)
-no_leaks() {
-	if grep -Eq '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err"; then
-		bad "$1 leaks: $(grep -E -m 3 '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err")"
-	else ok; fi
-}
-
-# losses FILE: the loss of every --json line, one per line, as printed (17 digits)
-losses() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
-
-# close_losses A B N: the first N losses agree within 1e-5 relative
-close_losses() {
-	paste <(losses "$1" | head -n "$3") <(losses "$2" | head -n "$3") |
-		awk -v n="$3" '{d=$1-$2; if (d<0) d=-d; if (d > 1e-5*($2<0?-$2:$2)) bad++} END {exit (NR!=n || bad)}'
-}
-
-# close_weights A B: max |a-b| <= 1e-5 * max |b| over two raw fp32 files of the same size
-close_weights() {
-	[ -s "$1" ] && [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || return 1
-	paste <(od -An -v -w4 -t f4 "$1") <(od -An -v -w4 -t f4 "$2") |
-		awk '{d=$1-$2; if (d<0) d=-d; b=$2<0?-$2:$2; if (d>md) md=d; if (b>mb) mb=b}
-		     END {exit !(NR > 0 && md <= 1e-5*mb)}'
-}
 
 # --- dp 2 with ZeRO 0-3 against np 1 ------------------------------------------------------------
 expect_rc 0 $MPI -np 1 "$SP" run $TINY --steps 3 --json --dump-weights "$TMP/w1"

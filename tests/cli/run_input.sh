@@ -5,35 +5,8 @@
 # unknown or unbuildable model, unsupported degree, bad flag values): one message from rank 0,
 # status 2, never a crash.
 . "$(dirname "$0")/lib.sh"
-B=${SCALEPLAN_BUILD:-build}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"   # see mpi_comm.sh
-MPI="timeout 120 mpirun --oversubscribe"
+run_setup
 TINY="--model tiny --seq 16 --gbs 8 --mbs 2"
-
-# expect_msg PATTERN: exactly one line of ours on stderr (mpirun adds its own), matching
-expect_msg() {
-	[ "$1" = "--" ] && shift
-	local n=$(grep -c '^scaleplan' "$TMP/err")
-	if [ "$n" -eq 1 ] && grep '^scaleplan' "$TMP/err" | grep -Eq -- "$1"; then ok; else bad "stderr: not one message matching '$1': $(head -c 300 "$TMP/err")"; fi
-}
-
-# no_leaks WHAT: under ASan, no leak report may name a frame in our sources (Open MPI's own
-# leaks at exit cannot be suppressed by name; see mpi_comm.sh)
-no_leaks() {
-	if grep -Eq '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err"; then
-		bad "$1 leaks: $(grep -E -m 3 '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err")"
-	else ok; fi
-}
-
-# losses FILE: the loss of every --json line, one per line, as printed (17 digits)
-losses() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
-
-# close_losses A B N: the first N losses agree within 1e-5 relative
-close_losses() {
-	paste <(losses "$1" | head -n "$3") <(losses "$2" | head -n "$3") |
-		awk -v n="$3" '{d=$1-$2; if (d<0) d=-d; if (d > 1e-5*($2<0?-$2:$2)) bad++} END {exit (NR!=n || bad)}'
-}
 
 # --- data files --------------------------------------------------------------------------------------
 # header: 256 int32 (magic 20240520, version 1, count), then uint16 tokens

@@ -9,24 +9,9 @@
 # tp 2 x pp 2 plan, a DualPipe one (two model copies per rank) and a tp 2 x cp 2 ZeRO-3 one;
 # plans that do not fit the world or the model (one message, exit 2).
 . "$(dirname "$0")/lib.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"   # see mpi_comm.sh
-MPI="timeout 120 mpirun --oversubscribe"
+run_setup
 BATCH="--seq 16 --gbs 8 --mbs 2"
 
-losses() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
-# close_losses A B N: the first N losses agree within 1e-5 relative
-close_losses() {
-	paste <(losses "$1" | head -n "$3") <(losses "$2" | head -n "$3") |
-		awk -v n="$3" '{d=$1-$2; if (d<0) d=-d; if (d > 1e-5*($2<0?-$2:$2)) bad++} END {exit (NR!=n || bad)}'
-}
-# close_weights A B: max |a-b| <= 1e-5 * max |b| over two raw fp32 files of the same size
-close_weights() {
-	[ -s "$1" ] && [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || return 1
-	paste <(od -An -v -w4 -t f4 "$1") <(od -An -v -w4 -t f4 "$2") |
-		awk '{d=$1-$2; if (d<0) d=-d; b=$2<0?-$2:$2; if (d>md) md=d; if (b>mb) mb=b}
-		     END {exit !(NR > 0 && md <= 1e-5*mb)}'
-}
 # one_msg PATTERN: every rank printed the same single message matching PATTERN
 one_msg() {
 	local n=$(grep '^scaleplan' "$TMP/err" | sort -u | wc -l)

@@ -8,12 +8,10 @@
 # stage in between. Full recompute of MoE layers under EP with a split-W schedule is refused.
 # Tiny configs, seq 16, gbs 8, mbs 2, 2 steps.
 . "$(dirname "$0")/lib.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}exitcode=0"   # see mpi_comm.sh
-MPI="timeout 120 mpirun --oversubscribe"
+run_setup
 BATCH="--seq 16 --gbs 8 --mbs 2 --steps 2 --json"
 
-losses() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1" | tr '\n' ' '; }
+loss_line() { losses "$1" | tr '\n' ' '; }
 mem() { tail -n 1 "$1" | sed -E 's/.*"peak_mem_bytes_per_rank": \[([^]]*)\].*/\1/' | tr -d ' '; }
 
 sed 's/"num_hidden_layers": 4/"num_hidden_layers": 8/' profiles/models/tiny.json >"$TMP/tiny8.json"
@@ -23,14 +21,13 @@ go() {
 	local name=$1 np=$2; shift 2
 	expect_rc 0 $MPI -np "$np" "$SP" run $BATCH --gpus "$np" "$@" --dump-weights "$TMP/$name.w"
 	cp "$TMP/out" "$TMP/$name.l"
-	grep -Eq '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err" &&
-		bad "$name leaks: $(grep -E -m 3 '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err")" || ok
+	no_leaks "$name"
 }
 # same NAME REF: byte-identical weights and identical losses
 same() {
 	cmp -s "$TMP/$1.w" "$TMP/$2.w" && [ -s "$TMP/$1.w" ] && ok || bad "$1: weights differ from $2's"
-	[ "$(losses "$TMP/$1.l")" = "$(losses "$TMP/$2.l")" ] && [ -n "$(losses "$TMP/$1.l")" ] && ok ||
-		bad "$1: losses $(losses "$TMP/$1.l") differ from $2's $(losses "$TMP/$2.l")"
+	[ "$(loss_line "$TMP/$1.l")" = "$(loss_line "$TMP/$2.l")" ] && [ -n "$(loss_line "$TMP/$1.l")" ] && ok ||
+		bad "$1: losses $(loss_line "$TMP/$1.l") differ from $2's $(loss_line "$TMP/$2.l")"
 }
 # less A B: every rank's peak memory of run A is below run B's
 less() {
