@@ -156,6 +156,12 @@ static void published(const char *label, const char *model, const char *gpu, int
 	for (int i = 0; i < all.nall; i++) if (all.all[i].tokens_per_s_per_gpu > mine) rank++;
 	CHECK(mine <= best * (1 + 1e-12), "%s: the unconstrained search is at least as good", label);
 	CHECK(pub.enumerated > 0, "%s: the published degrees are in the search space", label);
+	/* "near the top": among the best 1 % of the feasible plans and within 20 % of the best
+	 * predicted throughput (the published runs fit and ran, so some variant must fit) */
+	CHECK(pub.ntop > 0, "%s: a variant of the published degrees fits", label);
+	CHECK(pub.ntop == 0 || (rank <= 0.01 * all.nall + 1 && mine >= 0.8 * best),
+	      "%s: published degrees rank %d of %d feasible at %.1f%% of the best", label, rank, all.nall,
+	      best > 0 ? 100 * mine / best : 0.0);
 	if (!pub.ntop)
 		printf("NOTE %s: published degrees tp%d pp%d cp%d: no variant fits in the estimator's memory model\n", label, tp, pp, cp);
 	else
