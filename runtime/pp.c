@@ -385,21 +385,30 @@ int pp_create(const struct pp_cfg *cfg, struct pp **out, char *err)
 	return 0;
 }
 
+/* The schedule of a resolved plan, checked against its layer split; NULL with err. */
+static struct sched *plan_sched(const struct plan *pl, char *err)
+{
+	int vpp = pl->schedule == SCHED_INTERLEAVED ? pl->vpp : 1;
+	if (pl->dp <= 0 || pl->mbs <= 0 || pl->gbs <= 0) {
+		errf(err, "pp: plan has no resolved dp, mbs and gbs (call plan_resolve)");
+		return NULL;
+	}
+	struct sched *s = sched_create(pl->schedule, pl->pp, plan_microbatches(pl), vpp, err);
+	if (s && pl->nstage_layers != s->nstages) {
+		errf(err, "pp: plan has %d stage_layers entries but %s has %d stages (call plan_resolve)",
+		     pl->nstage_layers, schedule_name(pl->schedule), s->nstages);
+		sched_destroy(s);
+		return NULL;
+	}
+	return s;
+}
+
 int pp_create_from_ctx(const struct ctx *x, struct llama *const *models, struct pp **out, char *err)
 {
 	*out = NULL;
 	const struct plan *pl = &x->plan;
-	int vpp = pl->schedule == SCHED_INTERLEAVED ? pl->vpp : 1;
-	if (pl->dp <= 0 || pl->mbs <= 0 || pl->gbs <= 0)
-		return errf(err, "pp: plan has no resolved dp, mbs and gbs (call plan_resolve)");
-	struct sched *s = sched_create(pl->schedule, pl->pp, plan_microbatches(pl), vpp, err);
+	struct sched *s = plan_sched(pl, err);
 	if (!s) return -1;
-	if (pl->nstage_layers != s->nstages) {
-		errf(err, "pp: plan has %d stage_layers entries but %s has %d stages (call plan_resolve)",
-		     pl->nstage_layers, schedule_name(pl->schedule), s->nstages);
-		sched_destroy(s);
-		return -1;
-	}
 	const int layers = models[0]->cfg.layers;
 	unsigned char *rcm = malloc((size_t)layers + 1);
 	if (!rcm) {
@@ -855,17 +864,11 @@ int pp_create_sharded(const struct ctx *x, const struct model *cfg, const struct
 {
 	*out = NULL;
 	const struct plan *pl = &x->plan;
-	int vpp = pl->schedule == SCHED_INTERLEAVED ? pl->vpp : 1;
-	if (pl->dp <= 0 || pl->mbs <= 0 || pl->gbs <= 0)
-		return errf(err, "pp: plan has no resolved dp, mbs and gbs (call plan_resolve)");
-	struct sched *s = sched_create(pl->schedule, pl->pp, plan_microbatches(pl), vpp, err);
+	struct sched *s = plan_sched(pl, err);
 	if (!s) return -1;
 	struct llama *models[2] = {NULL, NULL};
 	struct llama_layer_range *ranges = malloc(sizeof(*ranges) * ((size_t)s->chunks + 1));
 	int rc = ranges ? 0 : errf(err, "pp: out of memory");
-	if (!rc && pl->nstage_layers != s->nstages)
-		rc = errf(err, "pp: plan has %d stage_layers entries but %s has %d stages (call plan_resolve)",
-		          pl->nstage_layers, schedule_name(pl->schedule), s->nstages);
 	int rank = comm_rank(ctx_comm(x, GROUP_PP));
 	for (int d = 0; d < s->ndirs && !rc; d++) {
 		struct llama_par par = *base;

@@ -141,16 +141,8 @@ int zero_clip_grad_norm_skip(struct zero *z, const struct decay_range *skip, int
 			     struct comm *const *mp, int nmp, float max_norm, double *norm, char *err)
 {
 	if (!z->cfg.stage && !z->grads) return errf(err, "zero: clipping before any reduction");
-	if (!z->cfg.stage)
-		return grad_clip_sq(z->grads, z->nparams, grad_sq_skip(z->grads, 0, z->nparams, skip, nskip), NULL,
-				    mp, nmp, max_norm, norm, err);
-	int n = comm_size(z->group), r = comm_rank(z->group), nb = dp_nbuckets(z->dp);
-	double sq = 0;
-	for (int i = 0; i < nb; i++) {
-		const struct dp_bucket *b = dp_bucket(z->dp, i);
-		size_t sl = b->len / (size_t)n;
-		sq += grad_sq_skip(z->shard + b->shard_off, b->off + (size_t)r * sl, sl, skip, nskip);
-	}
+	double sq = zero_grad_sq_skip(z, skip, nskip);
+	if (!z->cfg.stage) return grad_clip_sq(z->grads, z->nparams, sq, NULL, mp, nmp, max_norm, norm, err);
 	return grad_clip_sq(z->shard, z->owned, sq, z->group, mp, nmp, max_norm, norm, err);
 }
 
