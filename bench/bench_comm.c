@@ -7,6 +7,7 @@
 #include "bench/bench.h"
 #include "runtime/comm.h"
 #include "runtime/dp.h"
+#include "kernels/cpu.h"
 #include "runtime/optim.h"
 #include "sim/util.h"
 
@@ -18,11 +19,11 @@ static void bench_adamw(void)
 	for (size_t i = 0; i < n; i++) g[i] = (float)(i % 13) * 0.1f;
 	int reps = 5;
 	double t0 = now_s();
-	for (int s = 1; s <= reps; s++) adamw_update(p, g, m, v, n, s, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f);
+	for (int s = 1; s <= reps; s++) adamw_step(p, g, m, v, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, s, 1.0f);
 	double t = (now_s() - t0) / reps;
 	/* 4 arrays read, 3 written: 28 bytes per parameter */
-	BENCH_LINE("comm.adamw_update_gbps", 28.0 * n / t / 1e9, "GB/s");
-	BENCH_LINE("comm.adamw_update_ns_per_param", t / n * 1e9, "ns");
+	BENCH_LINE("comm.adamw_step_gbps", 28.0 * n / t / 1e9, "GB/s");
+	BENCH_LINE("comm.adamw_step_ns_per_param", t / n * 1e9, "ns");
 	t0 = now_s();
 	for (int s = 0; s < reps; s++) {
 		memcpy(m, p, n * 4);

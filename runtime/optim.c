@@ -2,12 +2,6 @@
 #include "kernels/cpu.h"
 #include "runtime/optim.h"
 
-void adamw_update(float *p, const float *g, float *m, float *v, size_t n, int step, float lr,
-		  float beta1, float beta2, float eps, float wd)
-{
-	adamw_step(p, g, m, v, n, lr, beta1, beta2, eps, wd, step, 1.0f);
-}
-
 static void run(const struct adamw_cfg *c, float *p, const float *g, float *m, float *v,
 		size_t n, int step, int decay)
 {

@@ -28,13 +28,8 @@ struct adamw_cfg {
 	int ndecay;
 };
 
-/* AdamW (Loshchilov & Hutter, ICLR 2019, Algorithm 2; PyTorch torch.optim.AdamW), by
- * kernels/optim.c adamw_step with grad_scale 1:
- *   m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2;
- *   p -= lr * (m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps) + wd*p) */
-void adamw_update(float *p, const float *g, float *m, float *v, size_t n, int step, float lr,
-		  float beta1, float beta2, float eps, float wd);
-
+/* AdamW itself is kernels/cpu.h adamw_step (Loshchilov & Hutter, ICLR 2019, Algorithm 2;
+ * PyTorch torch.optim.AdamW); what follows applies it over flat ranges with c's decay. */
 /* Updates the n elements that sit at flat indices [flat_off, flat_off+n): p, g, m, v point at
  * the first of them. Decay follows c's ranges. */
 void adamw_apply_at(const struct adamw_cfg *c, float *p, const float *g, float *m, float *v,

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "kernels/cpu.h"
 #include "runtime/comm.h"
 #include "runtime/ctx.h"
 #include "runtime/dp.h"
@@ -262,10 +263,10 @@ static void test_defaults(void)
 	CHECK(dp_default_bucket_params(64) == 64000000, "bucket dp 64");
 	/* AdamW step 1 from zero moments: m_hat = g, v_hat = g^2, so p -= lr*wd*p + lr*g/(|g|+eps) */
 	float p = 2.0f, g = 0.5f, m = 0, v = 0;
-	adamw_update(&p, &g, &m, &v, 1, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f);
+	adamw_step(&p, &g, &m, &v, 1, 0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, 1.0f);
 	CHECK_REL(p, 2.0 - 0.1 * 0.01 * 2.0 - 0.1 * 0.5 / (0.5 + 1e-8), 1e-6, "adamw first step");
 	/* per-range decay: elements [3, 5) and [8, 9) of 10 decay; the rest update as wd = 0.
-	 * Updated from flat offset 2 (elements 2..9) it must equal element-wise adamw_update. */
+	 * Updated from flat offset 2 (elements 2..9) it must equal element-wise adamw_step. */
 	{
 		struct decay_range r[2] = {{3, 2}, {8, 1}};
 		struct adamw_cfg c = OPT;
@@ -277,13 +278,13 @@ static void test_defaults(void)
 		int bad = 0;
 		for (int i = 2; i < 10; i++) {
 			int decays = (i >= 3 && i < 5) || i == 8;
-			adamw_update(pb + i, ga + i, mb + i, vb + i, 1, 1, OPT.lr, OPT.beta1, OPT.beta2, OPT.eps,
-				     decays ? OPT.wd : 0.0f);
+			adamw_step(pb + i, ga + i, mb + i, vb + i, 1, OPT.lr, OPT.beta1, OPT.beta2, OPT.eps,
+				   decays ? OPT.wd : 0.0f, 1, 1.0f);
 			bad += pa[i] != pb[i];
 		}
 		CHECK(bad == 0 && pa[0] == 1.0f, "per-range decay: %d elements differ", bad);
 		float p3 = 1.3f, m3 = 0, v3 = 0;
-		adamw_update(&p3, ga + 3, &m3, &v3, 1, 1, OPT.lr, OPT.beta1, OPT.beta2, OPT.eps, 0.0f);
+		adamw_step(&p3, ga + 3, &m3, &v3, 1, OPT.lr, OPT.beta1, OPT.beta2, OPT.eps, 0.0f, 1, 1.0f);
 		CHECK(p3 != pa[3], "element 3 decays: its update differs from the undecayed one");
 	}
 	CHECK(grad_clip_coef(20.0, 10.0f) < 0.5f && grad_clip_coef(5.0, 10.0f) == 1.0f, "clip coefficient");
