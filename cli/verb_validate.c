@@ -7,18 +7,30 @@
 
 int cmd_validate(int argc, char **argv)
 {
-	const char *path = NULL;
+	const char *path = NULL, *only = NULL;
+	char *set[16];
+	int nset = 0;
 	int json = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: scaleplan validate FILE.tsv [--json]\n\n"
+			printf("usage: scaleplan validate FILE.tsv [--row ID] [--set KEY=VALUE ...] [--json]\n\n"
 			       "Predicts every row of a measured-run file (shared/validation/FORMAT.md) and prints\n"
 			       "predicted vs measured tokens/s per GPU and memory, then throughput MAPE and median\n"
 			       "APE, memory MAPE, fit/OOM accuracy, and per group (model, gpu, gpus, seq, batch)\n"
-			       "the mean Spearman rank correlation and mean top-1 regret.\n");
+			       "the mean Spearman rank correlation and mean top-1 regret.\n\n"
+			       "  --row ID   only the row with this id, preceded by its full estimate (the sim table)\n"
+			       "  --set K=V  override a plan key (sim's flag names, e.g. recompute=selective) on every row\n");
 			return EXIT_OK;
 		}
 		if (!strcmp(argv[i], "--json")) json = 1;
+		else if (!strcmp(argv[i], "--row")) {
+			if (i + 1 >= argc) { cli_error("validate", "--row needs a row id"); return EXIT_BADINPUT; }
+			only = argv[++i];
+		} else if (!strcmp(argv[i], "--set")) {
+			if (i + 1 >= argc) { cli_error("validate", "--set needs KEY=VALUE"); return EXIT_BADINPUT; }
+			if (nset == 16) { cli_error("validate", "--set: at most 16"); return EXIT_BADINPUT; }
+			set[nset++] = argv[++i];
+		}
 		else if (argv[i][0] == '-') { cli_error("validate", "unknown option '%s'", argv[i]); return EXIT_BADINPUT; }
 		else if (path) { cli_error("validate", "one file at a time ('%s' and '%s')", path, argv[i]); return EXIT_BADINPUT; }
 		else path = argv[i];
@@ -27,7 +39,8 @@ int cmd_validate(int argc, char **argv)
 	struct val_row *rows;
 	int n;
 	char err[ERR_LEN];
-	if (validate_file(path, &rows, &n, err)) { cli_error("validate", "%s", err); return EXIT_BADINPUT; }
+	if (validate_file_set(path, only, set, nset, only && !json ? stdout : NULL, &rows, &n, err)) { cli_error("validate", "%s", err); return EXIT_BADINPUT; }
+	if (only && n == 0) { free(rows); cli_error("validate", "--row: no row with id '%s' in %s", only, path); return EXIT_BADINPUT; }
 	struct val_summary s;
 	validate_summarize(rows, n, &s);
 	if (json) validate_write_json(path, rows, n, &s, stdout);

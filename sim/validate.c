@@ -138,12 +138,26 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		if (plan_set(p, ints[i].key, cell[ix[ints[i].col]], err)) { snprintf(r->reason, sizeof(r->reason), "%s", err); return -1; }
 	const char *c;
+	/* A torchtitan run states its framework; its documented pipeline defaults fill the cells
+	 * it leaves empty: the local batch is split into as many micro-batches as there are
+	 * pipeline stages (--parallelism.pipeline_parallel_microbatches, default: the pp degree)
+	 * and a multi-stage schedule puts 2 stages on each rank (generate_split_points) */
+	int titan = has(cell[ix[C_SOURCE]], "torchtitan") || has(cell[ix[C_NOTES]], "torchtitan");
+	int local = p->dp > 0 ? p->gbs / p->dp : 0;
 	if (*(c = cell[ix[C_MBS]])) { if (plan_set(p, "mbs", c, err)) goto bad; }
-	else add_assumed(r, "micro_batch 1");
+	else if (titan && p->pp > 1 && local % p->pp == 0 && local / p->pp > 0) {
+		p->mbs = local / p->pp;
+		char what[64];
+		snprintf(what, sizeof(what), "micro_batch %d (torchtitan: pp micro-batches)", p->mbs);
+		add_assumed(r, what);
+	} else add_assumed(r, "micro_batch 1");
 	if (*(c = cell[ix[C_EP]])) { if (plan_set(p, "ep", c, err)) goto bad; }
 	else if (m->moe_experts) add_assumed(r, "ep 1");
 	if (*(c = cell[ix[C_VPP]])) { if (plan_set(p, "vpp", c, err)) goto bad; }
-	else if (p->pp > 1) add_assumed(r, "vpp 1");
+	else if (titan && p->pp > 1 && !strcmp(cell[ix[C_SCHED]], "interleaved")) {
+		p->vpp = 2;
+		add_assumed(r, "vpp 2 (torchtitan: 2 stages per rank)");
+	} else if (p->pp > 1) add_assumed(r, "vpp 1");
 	if (*(c = cell[ix[C_SP]])) { if (plan_set(p, "sp", c, err)) goto bad; }
 	if (*(c = cell[ix[C_ZERO]])) { if (plan_set(p, "zero", c, err)) goto bad; }
 	else add_assumed(r, "zero 0");
@@ -178,7 +192,7 @@ bad:
 	return -1;
 }
 
-static void predict(struct val_row *r, const struct model *m, struct plan *p)
+static void predict(struct val_row *r, const struct model *m, struct plan *p, FILE *explain)
 {
 	struct hw h;
 	char err[ERR_LEN];
@@ -212,6 +226,12 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p)
 				 names[chosen], e.fits ? "none does not fit" : "no mode fits", rest);
 		}
 	}
+	if (explain) {
+		fprintf(explain, "%s: %s (%s)\n", r->id, r->model, r->source);
+		if (*r->assumed) fprintf(explain, "assumed: %s\n", r->assumed);
+		estimate_print(&e, p, explain);
+		fprintf(explain, "\n");
+	}
 	r->simulated = 1;
 	r->pred_tps = e.tokens_per_s_per_gpu;
 	r->pred_step_s = e.step_time_s;
@@ -230,6 +250,16 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p)
 }
 
 int validate_file(const char *path, struct val_row **rows_out, int *nrows, char *err)
+{
+	return validate_file_only(path, NULL, NULL, rows_out, nrows, err);
+}
+
+int validate_file_only(const char *path, const char *only, FILE *explain, struct val_row **rows_out, int *nrows, char *err)
+{
+	return validate_file_set(path, only, NULL, 0, explain, rows_out, nrows, err);
+}
+
+int validate_file_set(const char *path, const char *only, char **set, int nset, FILE *explain, struct val_row **rows_out, int *nrows, char *err)
 {
 	char *text = read_file(path, 64 << 20, err);
 	if (!text) return -1;
@@ -261,6 +291,7 @@ int validate_file(const char *path, struct val_row **rows_out, int *nrows, char 
 			if (!nr) { rc = errf(err, "out of memory"); goto out; }
 			rows = nr;
 		}
+		if (only && strcmp(cell[0], only)) continue;
 		struct val_row *r = &rows[n++];
 		memset(r, 0, sizeof(*r));
 		r->meas_tps = r->meas_mem_gib = -1;
@@ -282,8 +313,18 @@ int validate_file(const char *path, struct val_row **rows_out, int *nrows, char 
 		r->mem_rank0 = strstr(cell[ix[C_NOTES]], "rank 0") != NULL;
 		struct model m;
 		struct plan p;
-		if (row_to_inputs(cell, ix, r, &m, &p) == 0)
-			predict(r, &m, &p);
+		int ok = row_to_inputs(cell, ix, r, &m, &p) == 0;
+		for (int i = 0; ok && i < nset; i++) { /* key=value overrides (what-if on a row) */
+			char key[64];
+			const char *eq = strchr(set[i], '=');
+			if (!eq || eq - set[i] >= (long)sizeof(key)) { rc = errf(err, "--set '%s': expected key=value", set[i]); goto out; }
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - set[i]), set[i]);
+			if (plan_set(&p, key, eq + 1, err)) { rc = -1; goto out; }
+			if (!strcmp(key, "recompute")) r->rc_unknown = 0;
+			add_assumed(r, set[i]);
+		}
+		if (ok)
+			predict(r, &m, &p, explain);
 		/* A run the row itself marks as measured with a framework defect that was fixed later
 		 * (the Playbook's pipeline runs before nanotron's pipeline-parallel performance fix
 		 * lose about a second per micro-batch to it) measures the defect, not the plan: it is

@@ -132,6 +132,33 @@ fi
 json_check "$TMP/infer.json" 'not d["results"][1]["simulated"] and "performance fix" in d["results"][1]["reason"] and d["results"][1]["pred_tokens_per_s_per_gpu"] > 0'
 json_check "$TMP/infer.json" 'd["excluded"] == 1 and d["simulated"] == 2 and d["throughput_rows"] == 2'
 
+# a torchtitan row with empty micro_batch / vpp takes torchtitan's documented defaults: the
+# local batch (gbs/dp = 32) in pp = 4 micro-batches of 8, 2 stages per rank when interleaved; the
+# prediction must equal `sim` of that plan (mbs 8, vpp 2)
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row TT1 "torchtitan test" "${ARCH70[@]::17}" 64 "" h100-sxm 8 32 4 4 2 1 1 "" 1 1 full interleaved bf16 ok 500 "" "" "" "" "" "" high "test row"
+} >"$TMP/titan.tsv"
+expect_rc 0 "$SP" validate "$TMP/titan.tsv" --json
+cp "$TMP/out" "$TMP/titan.json"
+json_check "$TMP/titan.json" '"micro_batch 8" in d["results"][0]["assumed"] and "vpp 2" in d["results"][0]["assumed"]'
+"$SP" sim --model llama-3-70b --gpu h100-sxm --gpus 32 --tp 4 --pp 4 --dp 2 --vpp 2 --schedule interleaved --zero 1 --sp --recompute full --mbs 8 --gbs 64 --seq 4096 --json >"$TMP/out" 2>/dev/null
+SIMTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens_per_s_per_gpu"])' "$TMP/out")
+json_check "$TMP/titan.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6"
+
+# --row ID prints that row's full estimate; --set overrides a plan key (what-if)
+expect_rc 0 "$SP" validate "$TMP/small.tsv" --row T2
+expect_out 'micro-batches per pipeline'
+expect_out 'rows 1, simulated 1'
+expect_rc 0 "$SP" validate "$TMP/small.tsv" --row T2 --set mbs=2 --json
+json_check "$TMP/out" 'd["rows"] == 1 and "mbs=2" in d["results"][0]["assumed"]'
+expect_rc 2 "$SP" validate "$TMP/small.tsv" --row NOPE
+expect_err_line "no row with id 'NOPE'"
+expect_rc 2 "$SP" validate "$TMP/small.tsv" --set mbs
+expect_err_line "expected key=value"
+expect_rc 2 "$SP" validate "$TMP/small.tsv" --set tp=-3
+expect_err_line "tp"
+
 # --- the published calibration file: the copy in tests/data (FORMAT.md rows from public
 # sources), and the shared one when shared/ sits next to the repository. Sanity bounds only;
 # the accuracy itself is a benchmark figure (scripts/calibrate.py), not a test.
