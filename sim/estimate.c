@@ -123,6 +123,24 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	}
 	double a_f = attn_flops / peak_attn;
 	double a_b = 2.5 * a_f; /* flash backward: 5 GEMMs of the forward's 2 [FlashAttention-2 §3] */
+	/* unfused attention (Megatron before --use-flash-attn): QK^T and PV are batched GEMMs over
+	 * the whole s x s matrix, the causal mask applied afterwards, so nothing is skipped; the
+	 * scores pass through HBM: fused scale-mask-softmax reads and writes them (2+2 bytes per
+	 * element), dropout reads them and writes them and a 1-byte mask (5); backward: dropout
+	 * (2+1+2) and softmax backward (2+2+2) [KOR §4.1 counts the same tensors: 5as²b] */
+	double scores = (double)p->mbs * m->heads / t * ((double)p->seq / p->cp) * p->seq;
+	if (!p->flash_attn) {
+		int dv = m->kv_lora_rank ? m->v_head_dim : m->head_dim;
+		double bh = (double)p->mbs * m->heads / t, sq = (double)p->seq / p->cp;
+		/* each batched GEMM has one s x s operand or result in HBM (2 bytes per element);
+		 * at K = head_dim its arithmetic intensity (~head_dim flop/byte) sits near the ridge,
+		 * so it costs the larger of its flops at GEMM efficiency and that traffic */
+		double peak = c->gemm_peak * h->gemm_eff;
+		double gqk = fmax(2 * bh * sq * p->seq * m->head_dim / peak, elem_t(c, 2 * scores));
+		double gpv = fmax(2 * bh * sq * p->seq * dv / peak, elem_t(c, 2 * scores));
+		a_f = gqk + gpv + elem_t(c, 9 * scores);
+		a_b = 2 * (gqk + gpv) + elem_t(c, 11 * scores);
+	}
 
 	/* --- element-wise traffic per token (derived): norms, residuals, rope, activation
 	 * function; replicated tensors are split only under SP */
@@ -199,7 +217,9 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 			      + (qd + 2 * kvd_t * t) / t /* q, k, v */
 			      + qd / t          /* attention output = O input */
 			      + 2 * H / sp      /* norm 2 input, MLP input */
-			      ) + 4.0 * T * m->heads / t; /* softmax statistics, fp32 */
+			      ) + (p->flash_attn ? 4.0 * T * m->heads / t /* softmax statistics, fp32 */
+				   : p->recompute == RC_SELECTIVE ? 0 /* recomputed [KOR §5] */
+				   : 5 * scores); /* scores, softmax output, dropout mask [KOR eq. 2] */
 	double a_lin = E * T * (H / sp + qd / t + H / sp); /* inputs of QKV, O, FC1 */
 	if (width > 0) {
 		act += E * T * (mlp_mult * width / t);

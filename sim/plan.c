@@ -46,6 +46,7 @@ static const struct plan_key plan_keys[] = {
 	{"overlap_grad_reduce", K_BOOL, OFF(overlap_grad_reduce), 0, 1, "overlap DP gradient reduction with backward"},
 	{"overlap_param_gather", K_BOOL, OFF(overlap_param_gather), 0, 1, "overlap ZeRO parameter gathers with compute"},
 	{"overlap_tp_comm", K_BOOL, OFF(overlap_tp_comm), 0, 1, "overlap TP/SP collectives with GEMMs"},
+	{"flash_attn", K_BOOL, OFF(flash_attn), 0, 1, "fused (flash) attention; 0: unfused, s x s scores in memory"},
 	{"stage_layers", K_SPLIT, OFF(stage_layers), 0, 0, "layers per stage, comma separated"},
 };
 #define NKEYS (sizeof(plan_keys) / sizeof(plan_keys[0]))
@@ -79,6 +80,7 @@ void plan_defaults(struct plan *p)
 	p->precision = PREC_BF16;
 	p->overlap_grad_reduce = p->overlap_param_gather = 0; /* Megatron defaults: opt-in flags */
 	p->fp32_grads = 1;
+	p->flash_attn = 1;
 }
 
 static const struct plan_key *find_key(const char *key)

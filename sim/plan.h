@@ -45,6 +45,7 @@ struct plan {
 	int overlap_grad_reduce;     /* DP/ZeRO gradient reduction overlapped with backward */
 	int overlap_param_gather;    /* ZeRO param all-gather overlapped with forward */
 	int overlap_tp_comm;         /* TP/SP collectives overlapped with GEMMs */
+	int flash_attn;              /* fused (flash) attention; 0: score matrix materialised */
 	int nstage_layers;           /* 0 = balanced default split */
 	int stage_layers[PLAN_MAX_STAGES];
 };

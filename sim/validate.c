@@ -1,5 +1,6 @@
 /* validate — measured-run TSV reader and scoring (FORMAT.md). Columns are read by header
  * name; an empty cell is "unknown", never zero. */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,19 @@ static void notes_overlaps(const char *notes, struct plan *p)
 		p->overlap_param_gather = 1;
 	if (has(notes, "TP comm overlap") || has(notes, "tp-comm-overlap") || has(notes, "AsyncTP"))
 		p->overlap_tp_comm = 1;
+}
+
+/* the first year (1990-2099) written in a source name, 0 if none */
+static int source_year(const char *src)
+{
+	for (const char *c = src; *c; c++) {
+		if ((c == src || !isdigit((unsigned char)c[-1])) && isdigit((unsigned char)c[0]) && isdigit((unsigned char)c[1]) &&
+		    isdigit((unsigned char)c[2]) && isdigit((unsigned char)c[3]) && !isdigit((unsigned char)c[4])) {
+			int y = atoi(c);
+			if (y >= 1990 && y <= 2099) return y;
+		}
+	}
+	return 0;
 }
 
 /* integer after the first occurrence of `key` in `notes`; 0 if absent */
@@ -176,6 +190,14 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	c = cell[ix[C_PREC]];
 	p->precision = !strcmp(c, "fp8") ? PREC_FP8 : !strcmp(c, "fp32") ? PREC_FP32 : PREC_BF16;
 	notes_overlaps(cell[ix[C_NOTES]], p);
+	/* FlashAttention appeared in May 2022 and reached Megatron-LM (--use-flash-attn) and
+	 * DeepSpeed in 2023; a run published in 2022 or before, whose notes do not say flash,
+	 * computed attention unfused (KOR's 5as²b activation term is exactly that) */
+	int year = source_year(cell[ix[C_SOURCE]]);
+	if (year && year <= 2022 && !has(cell[ix[C_NOTES]], "flash")) {
+		p->flash_attn = 0;
+		add_assumed(r, "unfused attention (published before flash attention reached frameworks)");
+	}
 	/* torchtitan's per-op selective checkpointing saves the outputs of every other matmul and
 	 * recomputes the rest of the block (torchtitan _op_sac_save_list, "only save every other
 	 * mm"): about half of each block's forward is re-run and half its activations kept, which

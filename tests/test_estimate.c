@@ -344,6 +344,29 @@ static void test_zero3_per_block(const struct model *m8, const struct hw *h0)
 	      e.kind[0].dp_exposed_s, 4 * 3 * one);
 }
 
+/* Unfused attention keeps the s x s scores, softmax output and dropout mask: 5·a·s²·b bytes per
+ * layer over t [KOR eq. 2, the 5as/h term], in place of flash attention's fp32 softmax
+ * statistics (4·s·b·a/t); selective recompute drops exactly that term [KOR §5]. GPT-3, t 8,
+ * b 1, s 2048: 5·96·2048²/8 = 2.5166e8 bytes per layer; statistics 4·2048·96/8 = 98304. Its
+ * forward moves at least 13 bytes per score element through HBM (write, softmax 2+2, dropout
+ * 2+2+1, read by PV), so it is slower than flash by at least that traffic's time. */
+static void test_unfused_attention(const struct model *gpt3, const struct hw *h)
+{
+	struct plan p;
+	struct estimate ef, eu, es;
+	if (run(gpt3, h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "flash_attn", "1"), &p, &ef)) return;
+	if (run(gpt3, h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "flash_attn", "0"), &p, &eu)) return;
+	double per_layer = (eu.kind[0].act_per_mb_bytes - ef.kind[0].act_per_mb_bytes) / gpt3->layers;
+	CHECK_REL(per_layer, 2.5166e8 - 98304, 1e-3, "unfused attention: 5as^2b/t bytes per layer [KOR eq. 2]");
+	double el = 96.0 / 8 * 2048 * 2048;
+	double floor_s = gpt3->layers * 13 * el / (h->hbm_bw_bps * h->mem_eff);
+	CHECK(eu.kind[0].t_f - ef.kind[0].t_f > 0.5 * floor_s, "unfused forward slower by the score traffic: %g s vs %g s",
+	      eu.kind[0].t_f - ef.kind[0].t_f, floor_s);
+	if (run(gpt3, h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "flash_attn", "0", "recompute", "selective"), &p, &es)) return;
+	CHECK_REL(es.kind[0].act_per_mb_bytes, ef.kind[0].act_per_mb_bytes - gpt3->layers * 98304.0, 1e-6,
+		  "selective recompute drops the score term");
+}
+
 int main(void)
 {
 	struct model m8, m405;
@@ -368,5 +391,6 @@ int main(void)
 	test_bubble_fraction(&h);
 	test_comm_volumes(&gpt3, &h);
 	test_zero3_per_block(&m8, &h);
+	test_unfused_attention(&gpt3, &h);
 	return test_summary("test_estimate");
 }

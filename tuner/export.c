@@ -195,6 +195,7 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 	if (p->overlap_grad_reduce && (long)p->dp * p->cp > 1) flag0(o, "--overlap-grad-reduce");
 	if (p->overlap_param_gather && p->zero >= 1 && (long)p->dp * p->cp > 1) flag0(o, "--overlap-param-gather");
 	if (p->overlap_tp_comm && p->tp > 1) flag0(o, "--tp-comm-overlap");
+	if (p->flash_attn) flag0(o, "--use-flash-attn");
 	if (p->recompute == RC_SELECTIVE) {
 		fprintf(o->f, "--recompute-granularity selective \\\n");
 	} else if (p->recompute == RC_FULL) {

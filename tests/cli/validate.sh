@@ -146,6 +146,20 @@ json_check "$TMP/titan.json" '"micro_batch 8" in d["results"][0]["assumed"] and 
 SIMTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens_per_s_per_gpu"])' "$TMP/out")
 json_check "$TMP/titan.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6"
 
+# a run published in 2022 or before ran attention unfused (FlashAttention reached frameworks in
+# 2023) unless its notes say flash: the prediction equals `sim --flash-attn 0`
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row OLD1 "Some paper 2021 Table 9" "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 0 0 none none bf16 ok 5000 "" "" "" "" "" "" high "test row"
+	tsv_row OLD2 "Some paper 2021 Table 9" "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 0 0 none none bf16 ok 5000 "" "" "" "" "" "" high "ran with flash attention"
+} >"$TMP/old.tsv"
+expect_rc 0 "$SP" validate "$TMP/old.tsv" --json
+cp "$TMP/out" "$TMP/old.json"
+json_check "$TMP/old.json" '"unfused attention" in d["results"][0]["assumed"] and "unfused" not in d["results"][1].get("assumed", "")'
+"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 8 --dp 8 --mbs 1 --gbs 64 --seq 4096 --overlap-grad-reduce 1 --flash-attn 0 --json >"$TMP/out" 2>/dev/null
+SIMTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens_per_s_per_gpu"])' "$TMP/out")
+json_check "$TMP/old.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6 and d['results'][1]['pred_tokens_per_s_per_gpu'] > d['results'][0]['pred_tokens_per_s_per_gpu']"
+
 # --row ID prints that row's full estimate; --set overrides a plan key (what-if)
 expect_rc 0 "$SP" validate "$TMP/small.tsv" --row T2
 expect_out 'micro-batches per pipeline'
