@@ -146,6 +146,19 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	 * function; replicated tensors are split only under SP */
 	double ew = E * (12 * H / sp + 4 * (qd + 2 * kvd) / t + 3 * (moe ? m->moe_topk * (double)m->moe_ffn_hidden : width) / t);
 	double e_f = elem_t(c, T * ew), e_b = 2 * e_f;
+	/* FP8 with dynamic (per-tensor) scaling, as torchao Float8Linear and TE run it: every
+	 * GEMM operand is cast to FP8 first, an amax pass (read 2 bytes) then the cast (read 2,
+	 * write 1) = 5 bytes per element of each input and weight in forward and of each output
+	 * gradient in backward, and the transposed FP8 copies the weight-gradient and
+	 * input-gradient GEMMs need (read 1, write 1) of the input and weight [torchao float8
+	 * README: casts are why the end-to-end gain stays well under 2x] */
+	if (p->precision == PREC_FP8) {
+		double fe = moe ? m->moe_ffn_hidden * (double)m->moe_topk + width : width;
+		double in = H + qd / t + H + fe / t, out = (qd + 2 * kvd) / t + H + (mlp_mult - 1) * fe / t + H;
+		double wts = (lp.attn + lp.mlp) / t + lp.experts / (p->ep * t);
+		e_f += elem_t(c, T * 5 * in + 5 * wts);
+		e_b += elem_t(c, T * (5 * out + 2 * in) + 2 * wts);
+	}
 	double ko = h->kernel_overhead_s;
 
 	lc->f = g + a_f + e_f + ko;
@@ -167,13 +180,20 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	if (p->tp > 1) {
 		double S = E * T * H;
 		double ar = coll_time(h, COLL_ALLREDUCE, S, p->tp, c->tp_nodes);
-		/* overlapped TP (Megatron TE userbuffers, PyTorch async-TP) still exposes about half:
-		 * the first/last chunk of each decomposed GEMM and SM contention; the same 70B plan
-		 * without and with async-TP measured 829 and 876 tokens/s (+6 %), where hiding 70 %
-		 * predicted +30 % (torchtitan 2024-12 Table 4, shared/validation R106/R107) */
-		double expose = p->overlap_tp_comm ? 0.5 : 1.0;
-		lc->tp_f = 2 * ar * expose;
-		lc->tp_b = (2 + (p->recompute == RC_FULL ? 2 : 0)) * ar * expose;
+		/* overlapped TP (Megatron TE userbuffers, PyTorch async-TP) splits each collective
+		 * into t chunks pipelined with the chunks of its GEMM: the first chunk is exposed,
+		 * the rest hides behind the GEMM as far as the GEMM lasts (a forward collective
+		 * pairs with the forward GEMMs, a backward one with B and W), and what overlaps
+		 * costs 10 % of its length in SM and memory contention (as for ZeRO-3 below) */
+		double cf = 2 * ar, cb = (2 + (p->recompute == RC_FULL ? 2 : 0)) * ar;
+		if (p->overlap_tp_comm) {
+			double hf = fmin(cf * (1 - 1 / t), 0.9 * g), hb = fmin(cb * (1 - 1 / t), 0.9 * 2 * g);
+			lc->tp_f = cf - 0.9 * hf;
+			lc->tp_b = cb - 0.9 * hb;
+		} else {
+			lc->tp_f = cf;
+			lc->tp_b = cb;
+		}
 	}
 	/* --- CP ring attention: c−1 K/V chunks pass each rank in forward, K,V + dK,dV in
 	 * backward, overlapped with the blockwise attention [PICO cp; model.md §3.2] */

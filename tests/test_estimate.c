@@ -367,6 +367,39 @@ static void test_unfused_attention(const struct model *gpt3, const struct hw *h)
 		  "selective recompute drops the score term");
 }
 
+/* FP8 with dynamic scaling casts every GEMM operand: with GEMMs made free (huge peaks) the FP8
+ * forward of llama-3-8b (seq 4096, mbs 1) exceeds the BF16 one by the cast traffic alone:
+ * per layer 5 bytes per element of each input (per token 4096 + 4096 + 4096 + 14336 = 26624)
+ * and of each weight (4096·(4096 + 2·1024) + 4096·4096 + 3·4096·14336 = 218,103,808), at
+ * HBM bandwidth × mem_eff. */
+static void test_fp8_casts(const struct model *m8, const struct hw *h0)
+{
+	struct hw h = *h0;
+	h.peak_bf16_flops = h.peak_fp8_flops = 1e30;
+	struct plan p;
+	struct estimate eb, e8;
+	if (run(m8, &h, KV("gpus", "1", "seq", "4096", "gbs", "1", "precision", "bf16"), &p, &eb)) return;
+	if (run(m8, &h, KV("gpus", "1", "seq", "4096", "gbs", "1", "precision", "fp8"), &p, &e8)) return;
+	double want = 32 * (4096.0 * 5 * 26624 + 5 * 218103808.0) / (h.hbm_bw_bps * h.mem_eff);
+	CHECK_REL(e8.kind[0].t_f - eb.kind[0].t_f, want, 1e-6, "FP8 cast traffic in forward");
+}
+
+/* Overlapped TP splits each collective into t chunks pipelined with its GEMM: when the GEMM
+ * outlasts the collective, all but the first chunk hide and the hidden part costs 10 %, so the
+ * exposed share is 1 − 0.9·(t−1)/t = 0.2125 at t = 8. GPT-3 at t 8, seq 2048 on a
+ * latency-free h100 fabric: one all-reduce of 50 MB ≈ 0.26 ms, two per block forward, against
+ * ~1.2 ms of forward GEMMs per block. */
+static void test_tp_overlap(const struct model *gpt3, const struct hw *h0)
+{
+	struct hw h = *h0;
+	h.intra_lat_s = h.inter_lat_s = 0;
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "overlap_tp_comm", "0"), &p, &e0)) return;
+	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "overlap_tp_comm", "1"), &p, &e1)) return;
+	CHECK_REL(e1.kind[0].tp_comm_s / e0.kind[0].tp_comm_s, 1 - 0.9 * 7.0 / 8, 1e-6, "overlapped TP exposes the first chunk + 10 %%");
+}
+
 int main(void)
 {
 	struct model m8, m405;
@@ -392,5 +425,7 @@ int main(void)
 	test_comm_volumes(&gpt3, &h);
 	test_zero3_per_block(&m8, &h);
 	test_unfused_attention(&gpt3, &h);
+	test_fp8_casts(&m8, &h);
+	test_tp_overlap(&gpt3, &h);
 	return test_summary("test_estimate");
 }
