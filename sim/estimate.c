@@ -22,6 +22,7 @@ struct ectx {
 	int mb;                     /* micro-batches per pipeline */
 	double T;                   /* tokens per micro-batch on one rank's sequence shard: b*s/cp */
 	double gemm_peak;           /* FLOP/s of the linear layers' GEMMs (bf16 or fp8) */
+	double gemm_eff_max;        /* their best achievable fraction of it (MAMF) */
 	int tp_nodes, cp_nodes, dpcp_nodes, ep_nodes, edp_nodes, pp_cross;
 	int dpcp_ring_nodes;        /* nodes the dp*cp ring really crosses (ring step latency) */
 	int dpcp, edp;              /* sizes of the dense and expert gradient groups */
@@ -48,7 +49,7 @@ static double gemm_eff(const struct ectx *c, double mn)
 {
 	/* efficiency falls as the smallest GEMM dimension shrinks (tile and wave quantization):
 	 * eff = eff_max · n / (n + n_half); n_half from the profile */
-	return c->h->gemm_eff * mn / (mn + c->h->gemm_half_dim);
+	return c->gemm_eff_max * mn / (mn + c->h->gemm_half_dim);
 }
 
 /* time of `count` GEMMs (M×K)·(K×N) */
@@ -135,7 +136,7 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 		/* each batched GEMM has one s x s operand or result in HBM (2 bytes per element);
 		 * at K = head_dim its arithmetic intensity (~head_dim flop/byte) sits near the ridge,
 		 * so it costs the larger of its flops at GEMM efficiency and that traffic */
-		double peak = c->gemm_peak * h->gemm_eff;
+		double peak = c->gemm_peak * c->gemm_eff_max;
 		double gqk = fmax(2 * bh * sq * p->seq * m->head_dim / peak, elem_t(c, 2 * scores));
 		double gpv = fmax(2 * bh * sq * p->seq * dv / peak, elem_t(c, 2 * scores));
 		a_f = gqk + gpv + elem_t(c, 9 * scores);
@@ -499,6 +500,7 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	c->mb = plan_microbatches(p);
 	c->T = (double)p->mbs * p->seq / p->cp;
 	c->gemm_peak = p->precision == PREC_FP8 ? h->peak_fp8_flops : p->precision == PREC_FP32 ? h->peak_bf16_flops / 2 : h->peak_bf16_flops;
+	c->gemm_eff_max = p->precision == PREC_FP8 && h->gemm_eff_fp8 > 0 ? h->gemm_eff_fp8 : h->gemm_eff;
 	c->act_bytes = p->precision == PREC_FP32 ? 4 : 2;
 	c->tp_nodes = group_nodes(&l, GROUP_TP);
 	c->cp_nodes = group_nodes(&l, GROUP_CP);

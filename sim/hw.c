@@ -28,6 +28,7 @@ static const struct hw_field fields[] = {
 	{"intra_node_latency_us", HOFF(intra_lat_s), 1e-6, 0, 1e4, 0},
 	{"inter_node_latency_us", HOFF(inter_lat_s), 1e-6, 0, 1e4, 0},
 	{"gemm_eff", HOFF(gemm_eff), 1, 0.01, 1, 0},
+	{"gemm_eff_fp8", HOFF(gemm_eff_fp8), 1, 0.01, 1, 1},
 	{"gemm_half_dim", HOFF(gemm_half_dim), 1, 0, 1e6, 0},
 	{"attn_eff", HOFF(attn_eff), 1, 0.01, 1, 0},
 	{"mem_eff", HOFF(mem_eff), 1, 0.01, 1, 0},

@@ -19,6 +19,7 @@ struct hw {
 	double inter_lat_s;       /* the same across nodes */
 	/* efficiency parameters (dimensionless) */
 	double gemm_eff;          /* best achievable fraction of peak on large GEMMs (MAMF/peak) */
+	double gemm_eff_fp8;      /* the same for FP8 GEMMs against the FP8 peak (default gemm_eff) */
 	double gemm_half_dim;     /* GEMM size (elements of the smallest dim) at which efficiency halves */
 	double attn_eff;          /* fraction of peak flash attention reaches */
 	double mem_eff;           /* fraction of HBM bandwidth element-wise kernels reach */

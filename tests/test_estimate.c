@@ -382,6 +382,11 @@ static void test_fp8_casts(const struct model *m8, const struct hw *h0)
 	if (run(m8, &h, KV("gpus", "1", "seq", "4096", "gbs", "1", "precision", "fp8"), &p, &e8)) return;
 	double want = 32 * (4096.0 * 5 * 26624 + 5 * 218103808.0) / (h.hbm_bw_bps * h.mem_eff);
 	CHECK_REL(e8.kind[0].t_f - eb.kind[0].t_f, want, 1e-6, "FP8 cast traffic in forward");
+	/* weight-gradient GEMMs alone (t_w): FP8 runs at its own MAMF, 1402.6 of 1979 TFLOP/s,
+	 * BF16 at 794.5 of 989 (ecosystem.md 1.3), same shapes */
+	if (run(m8, h0, KV("gpus", "1", "seq", "4096", "gbs", "1", "precision", "bf16"), &p, &eb)) return;
+	if (run(m8, h0, KV("gpus", "1", "seq", "4096", "gbs", "1", "precision", "fp8"), &p, &e8)) return;
+	CHECK_REL(eb.kind[0].t_w / e8.kind[0].t_w, (1979 * 0.709) / (989 * 0.803), 1e-6, "FP8 GEMMs at the FP8 MAMF");
 }
 
 /* Overlapped TP splits each collective into t chunks pipelined with its GEMM: when the GEMM
