@@ -212,6 +212,13 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	/* --- EP: all-to-all dispatch and combine, twice each way [model.md §3.2] */
 	if (moe && p->ep > 1) {
 		double tok = E * T * H / (p->sp && p->tp > 1 ? t : 1); /* one copy of the tokens */
+		/* a token goes once to each rank holding at least one of its top-k experts (DeepEP
+		 * and Megatron's flex dispatcher send per destination rank, not per expert): with
+		 * E/ep experts per rank and k distinct experts drawn uniformly, a rank receives it
+		 * with probability 1 − C(E − E/ep, k)/C(E, k) */
+		double none = 1, ne = m->moe_experts, per = ne / p->ep;
+		for (int i = 0; i < m->moe_topk && i < ne; i++) none *= fmax(0, ne - per - i) / (ne - i);
+		double dest = p->ep * (1 - none); /* distinct destination ranks per token, self included */
 		double a2a;
 		if (c->ep_nodes > 1) {
 			/* hierarchical dispatch: a token crosses the NIC tier once per distinct remote
@@ -222,9 +229,9 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 			double kn = c->ep_nodes, topk = m->moe_topk;
 			double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
 			a2a = h->inter_lat_s + tok * (remote / (h->inter_bw_bps * h->comm_eff) +
-						     topk / kn / (h->intra_bw_bps * h->comm_eff));
+						     dest / kn / (h->intra_bw_bps * h->comm_eff));
 		} else {
-			a2a = coll_time(h, COLL_ALLTOALL, tok * m->moe_topk, p->ep, 1);
+			a2a = coll_time(h, COLL_ALLTOALL, tok * dest, p->ep, 1);
 		}
 		double expose = (p->schedule == SCHED_DUALPIPE || p->schedule == SCHED_DUALPIPEV) ? 0.1 : 1.0;
 		lc->ep_f = 2 * a2a * expose;

@@ -322,6 +322,12 @@ static void test_ep_dispatch(const struct hw *h)
 	double tok = 2.0 * 1024 * 4096;
 	double a2a = 800e-6 + tok * (0.75 / (46e9 * 0.9) + 1.0 / (370e9 * 0.9));
 	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 8 over 2 nodes: per-node dispatch");
+	/* ep 2 in one node, 4 experts per rank, top-2: a token reaches a rank unless both of its
+	 * experts lie on the other one, 1 − C(4,2)/C(8,2) = 22/28, so 2·22/28 = 1.5714 copies per
+	 * token (not 2), half of them to the other rank */
+	if (run(&mx, h, KV("gpus", "8", "dp", "8", "ep", "2", "seq", "1024", "mbs", "1", "gbs", "8"), &p, &e)) return;
+	a2a = 300e-6 + tok * (2 * 22.0 / 28) * 0.5 / (370e9 * 0.9);
+	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 2: one copy per destination rank");
 }
 
 /* ZeRO-3 issues its collectives per block: an all-gather before each block's forward and
