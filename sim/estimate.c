@@ -123,7 +123,12 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 		peak_attn *= (blk / (blk + nh)) / (full / (full + nh));
 	}
 	double a_f = attn_flops / peak_attn;
-	double a_b = 2.5 * a_f; /* flash backward: 5 GEMMs of the forward's 2 [FlashAttention-2 §3] */
+	/* flash backward: 5 GEMMs of the forward's 2 [FlashAttention-2 §3], run at about three
+	 * quarters of the forward's throughput (dQ/dK/dV accumulation, the recomputed scores):
+	 * flash_attn 2 at head dim 128 measured 151 vs 99 TFLOP/s causal and 169 vs 125
+	 * non-causal, forward vs backward (apache/tvm tl_doc/flash_perf.md, RTX 4090); 81 vs 63
+	 * at head dim 64 on an RTX A5000 (flash-attention benchmark_flash_attention.py run) */
+	double a_b = 2.5 / 0.75 * a_f;
 	/* unfused attention (Megatron before --use-flash-attn): QK^T and PV are batched GEMMs over
 	 * the whole s x s matrix, the causal mask applied afterwards, so nothing is skipped; the
 	 * scores pass through HBM: fused scale-mask-softmax reads and writes them (2+2 bytes per
