@@ -181,8 +181,8 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	}
 
 	/* --- TP/SP: 2 all-reduces (or all-gather + reduce-scatter pairs) per block forward and
-	 * 2 backward, each of the full activation b·s·h [MEG §3.2; KOR §4.2.2]; + 2 more in the
-	 * recomputed forward */
+	 * 2 backward, each of the full activation b·s·h [MEG §3.2; KOR §4.2.2]; a recomputed
+	 * forward repeats the forward's 2 */
 	if (p->tp > 1) {
 		double S = E * T * H;
 		double ar = coll_time(h, COLL_ALLREDUCE, S, p->tp, c->tp_nodes);
@@ -191,7 +191,7 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 		 * the rest hides behind the GEMM as far as the GEMM lasts (a forward collective
 		 * pairs with the forward GEMMs, a backward one with B and W), and what overlaps
 		 * costs 10 % of its length in SM and memory contention (as for ZeRO-3 below) */
-		double cf = 2 * ar, cb = (2 + (p->recompute == RC_FULL ? 2 : 0)) * ar;
+		double cf = 2 * ar, cb = 2 * ar; /* a recomputed forward's are added per block (accumulate) */
 		if (p->overlap_tp_comm) {
 			double hf = fmin(cf * (1 - 1 / t), 0.9 * g), hb = fmin(cb * (1 - 1 / t), 0.9 * 2 * g);
 			lc->tp_f = cf - 0.9 * hf;
@@ -313,8 +313,12 @@ static void accumulate(struct rank_work *w, const struct layer_cost *lc, int n, 
 	w->flops_model += k * lc->model_flops;
 	w->flops_hw += k * lc->hw_flops;
 	if (p->recompute == RC_FULL) {
-		/* n_rc blocks recomputed (keep only their input), the rest keep everything */
+		/* n_rc blocks recomputed (keep only their input), the rest keep everything; the
+		 * recomputed forward repeats its TP/CP/EP communication too */
 		w->B += n_rc * (lc->rc + lc->tp_f + lc->cp_f + lc->ep_f);
+		w->tp_s += n_rc * lc->tp_f;
+		w->cp_s += n_rc * lc->cp_f;
+		w->ep_s += n_rc * lc->ep_f;
 		w->rc_s += n_rc * lc->rc;
 		w->flops_hw -= (n - n_rc) * (lc->hw_flops - lc->model_flops);
 		w->act_mb += n_rc * lc->act_ckpt + (n - n_rc) * lc->act_full;

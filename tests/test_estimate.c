@@ -411,6 +411,20 @@ static void test_tp_overlap(const struct model *gpt3, const struct hw *h0)
 	CHECK_REL(e1.kind[0].tp_comm_s / e0.kind[0].tp_comm_s, 1 - 0.9 * 7.0 / 8, 1e-6, "overlapped TP exposes the first chunk + 10 %%");
 }
 
+/* Full recompute re-runs each block's forward once, its TP collectives included: per block 2
+ * all-reduce equivalents forward, 2 backward, 2 in the recomputed forward [KOR §5: 6 vs 4], so
+ * exposed TP time is 3/2 of the no-recompute plan's, and the added compute is exactly the
+ * recompute time (the collectives are not compute). */
+static void test_recompute_comm(const struct model *gpt3, const struct hw *h)
+{
+	struct plan p;
+	struct estimate en, ef;
+	if (run(gpt3, h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "recompute", "none"), &p, &en)) return;
+	if (run(gpt3, h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "recompute", "full"), &p, &ef)) return;
+	CHECK_REL(ef.kind[0].tp_comm_s / en.kind[0].tp_comm_s, 1.5, 1e-9, "full recompute: 6 TP collectives per block, not 4 (or 8)");
+	CHECK_REL(ef.kind[0].compute_s - en.kind[0].compute_s, ef.kind[0].recompute_s, 1e-9, "added compute = recompute");
+}
+
 int main(void)
 {
 	struct model m8, m405;
@@ -438,5 +452,6 @@ int main(void)
 	test_unfused_attention(&gpt3, &h);
 	test_fp8_casts(&m8, &h);
 	test_tp_overlap(&gpt3, &h);
+	test_recompute_comm(&gpt3, &h);
 	return test_summary("test_estimate");
 }
