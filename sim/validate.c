@@ -18,14 +18,14 @@ enum {
 	C_ID, C_SOURCE, C_MODEL, C_LAYERS, C_HIDDEN, C_FFN, C_HEADS, C_KV, C_HEADDIM, C_VOCAB, C_TIED,
 	C_NORM, C_MLP, C_MOE_E, C_MOE_K, C_MOE_F, C_MOE_S, C_MOE_D, C_SEQ, C_GBS, C_MBS, C_GPU, C_GPN,
 	C_NGPU, C_TP, C_PP, C_DP, C_CP, C_EP, C_VPP, C_SP, C_ZERO, C_RC, C_SCHED, C_PREC, C_STATUS,
-	C_TPS, C_MEM, C_NOTES, NCOLS
+	C_TPS, C_MEM, C_MEMKIND, C_NOTES, NCOLS
 };
 static const char *const colnames[NCOLS] = {
 	"id", "source", "model", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "head_dim", "vocab",
 	"tied_embeddings", "norm", "mlp", "moe_experts", "moe_topk", "moe_ffn_hidden", "moe_shared_experts",
 	"moe_dense_layers", "seq_len", "global_batch_seqs", "micro_batch", "gpu", "gpus_per_node", "num_gpus",
 	"tp", "pp", "dp", "cp", "ep", "vpp", "sp", "zero", "recompute", "pp_schedule", "precision", "status",
-	"tokens_per_s_per_gpu", "mem_gib", "notes"};
+	"tokens_per_s_per_gpu", "mem_gib", "mem_kind", "notes"};
 
 static int split_tabs(char *line, char **cells, int max)
 {
@@ -259,12 +259,15 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, FI
 	r->pred_step_s = e.step_time_s;
 	r->pred_mfu = e.mfu;
 	r->pred_fits = e.fits;
-	r->pred_mem_gib = (r->mem_rank0 ? e.kind[0].peak_bytes : e.peak_mem_bytes) / 1073741824.0;
 	r->pred_peak_gib = e.peak_mem_bytes / 1073741824.0;
 	const struct rank_est *k = &e.kind[0];
 	if (!r->mem_rank0)
 		for (int i = 1; i < e.nkinds; i++)
 			if (e.kind[i].peak_bytes > k->peak_bytes) k = &e.kind[i];
+	r->pred_mem_gib = k->peak_bytes / 1073741824.0;
+	/* max_memory_allocated counts live tensors only: the estimate without the allocator's
+	 * fragmentation allowance on dynamic memory */
+	if (r->mem_allocated) r->pred_mem_gib -= (k->overhead_bytes - h.overhead_bytes) / 1073741824.0;
 	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / 1073741824.0;
 	r->pred_act_gib = k->act_bytes / 1073741824.0;
 	r->pred_logits_gib = k->logits_bytes / 1073741824.0;
@@ -333,6 +336,7 @@ int validate_file_set(const char *path, const char *only, char **set, int nset, 
 		if (*cell[ix[C_TPS]]) r->meas_tps = atof(cell[ix[C_TPS]]);
 		if (*cell[ix[C_MEM]]) r->meas_mem_gib = atof(cell[ix[C_MEM]]);
 		r->mem_rank0 = strstr(cell[ix[C_NOTES]], "rank 0") != NULL;
+		r->mem_allocated = !strcmp(cell[ix[C_MEMKIND]], "allocated");
 		struct model m;
 		struct plan p;
 		int ok = row_to_inputs(cell, ix, r, &m, &p) == 0;

@@ -29,6 +29,7 @@ struct val_row {
 	int excluded;              /* predicted, but left out of the scores (reason says why) */
 	int rc_unknown;            /* recompute cell empty: inferred from fit for ok rows */
 	int mem_rank0;             /* measurement covers rank 0 only (compare the first stage) */
+	int mem_allocated;         /* mem_kind allocated: compare live tensors, not the reserved pool */
 };
 
 struct val_summary {

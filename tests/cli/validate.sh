@@ -160,6 +160,17 @@ json_check "$TMP/old.json" '"unfused attention" in d["results"][0]["assumed"] an
 SIMTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens_per_s_per_gpu"])' "$TMP/out")
 json_check "$TMP/old.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6 and d['results'][1]['pred_tokens_per_s_per_gpu'] > d['results'][0]['pred_tokens_per_s_per_gpu']"
 
+# mem_kind allocated (torch max_memory_allocated) is compared with live tensors: the reserved
+# estimate less the allocator's fragmentation allowance, (frag_factor - 1) = 0.7 on h100-sxm, on
+# the dynamic parts (activations, logits, buffers)
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row MK1 test "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 1 1 full none bf16 ok 5000 "" 50 reserved "" "" "" high "test row"
+	tsv_row MK2 test "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 1 1 full none bf16 ok 5000 "" 50 allocated "" "" "" high "test row"
+} >"$TMP/memkind.tsv"
+expect_rc 0 "$SP" validate "$TMP/memkind.tsv" --json
+json_check "$TMP/out" "(lambda a, b: abs((a['pred_mem_gib'] - b['pred_mem_gib']) - 0.7 * (a['pred_mem_parts_gib']['act'] + a['pred_mem_parts_gib']['logits'] + a['pred_mem_parts_gib']['buffers'])) < 1e-3)(d['results'][0], d['results'][1])"
+
 # --row ID prints that row's full estimate; --set overrides a plan key (what-if)
 expect_rc 0 "$SP" validate "$TMP/small.tsv" --row T2
 expect_out 'micro-batches per pipeline'
