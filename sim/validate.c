@@ -155,7 +155,7 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	/* A torchtitan run states its framework; its documented pipeline defaults fill the cells
 	 * it leaves empty: the local batch is split into as many micro-batches as there are
 	 * pipeline stages (--parallelism.pipeline_parallel_microbatches, default: the pp degree)
-	 * and a multi-stage schedule puts 2 stages on each rank (generate_split_points) */
+	 * and a multi-stage schedule puts 2 stages on each rank (generate_split_points, below) */
 	int titan = has(cell[ix[C_SOURCE]], "torchtitan") || has(cell[ix[C_NOTES]], "torchtitan");
 	int local = p->dp > 0 ? p->gbs / p->dp : 0;
 	if (*(c = cell[ix[C_MBS]])) { if (plan_set(p, "mbs", c, err)) goto bad; }
@@ -168,9 +168,11 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	if (*(c = cell[ix[C_EP]])) { if (plan_set(p, "ep", c, err)) goto bad; }
 	else if (m->moe_experts) add_assumed(r, "ep 1");
 	if (*(c = cell[ix[C_VPP]])) { if (plan_set(p, "vpp", c, err)) goto bad; }
-	else if (titan && p->pp > 1 && !strcmp(cell[ix[C_SCHED]], "interleaved")) {
+	else if (p->pp > 1 && !strcmp(cell[ix[C_SCHED]], "interleaved")) {
+		/* an interleaved schedule needs at least 2 chunks per rank; 2 is also torchtitan's
+		 * default for a multi-stage schedule */
 		p->vpp = 2;
-		add_assumed(r, "vpp 2 (torchtitan: 2 stages per rank)");
+		add_assumed(r, titan ? "vpp 2 (torchtitan: 2 stages per rank)" : "vpp 2 (interleaved, chunks not stated)");
 	} else if (p->pp > 1) add_assumed(r, "vpp 1");
 	if (*(c = cell[ix[C_SP]])) { if (plan_set(p, "sp", c, err)) goto bad; }
 	if (*(c = cell[ix[C_ZERO]])) { if (plan_set(p, "zero", c, err)) goto bad; }

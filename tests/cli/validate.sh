@@ -138,10 +138,12 @@ json_check "$TMP/infer.json" 'd["excluded"] == 1 and d["simulated"] == 2 and d["
 {
 	tsv_row "${HEADER[@]}"
 	tsv_row TT1 "torchtitan test" "${ARCH70[@]::17}" 64 "" h100-sxm 8 32 4 4 2 1 1 "" 1 1 full interleaved bf16 ok 500 "" "" "" "" "" "" high "test row"
+	tsv_row TT2 "other test" "${ARCH70[@]::17}" 64 1 h100-sxm 8 32 4 4 2 1 1 "" 1 1 full interleaved bf16 ok 500 "" "" "" "" "" "" high "interleaved, chunks not stated"
 } >"$TMP/titan.tsv"
 expect_rc 0 "$SP" validate "$TMP/titan.tsv" --json
 cp "$TMP/out" "$TMP/titan.json"
 json_check "$TMP/titan.json" '"micro_batch 8" in d["results"][0]["assumed"] and "vpp 2" in d["results"][0]["assumed"]'
+json_check "$TMP/titan.json" 'd["results"][1]["simulated"] and "vpp 2 (interleaved" in d["results"][1]["assumed"]'
 "$SP" sim --model llama-3-70b --gpu h100-sxm --gpus 32 --tp 4 --pp 4 --dp 2 --vpp 2 --schedule interleaved --zero 1 --sp --recompute full --mbs 8 --gbs 64 --seq 4096 --json >"$TMP/out" 2>/dev/null
 SIMTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens_per_s_per_gpu"])' "$TMP/out")
 json_check "$TMP/titan.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6"
