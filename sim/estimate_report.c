@@ -8,9 +8,10 @@
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 {
-	fprintf(f, "plan: %s on %d x %s — dp %d tp %d pp %d cp %d ep %d vpp %d, zero %d, sp %s, recompute %s, mbs %d, gbs %d, seq %d, schedule %s, %s\n",
+	fprintf(f, "plan: %s on %d x %s — dp %d tp %d pp %d cp %d ep %d vpp %d, zero %d, sp %s, recompute %s, mbs %d, gbs %d, seq %d, schedule %s, %s%s\n",
 		p->model, p->gpus, p->gpu, p->dp, p->tp, p->pp, p->cp, p->ep, p->vpp, p->zero, p->sp ? "on" : "off",
-		recompute_name(p->recompute), p->mbs, p->gbs, p->seq, schedule_name(p->schedule), precision_name(p->precision));
+		recompute_name(p->recompute), p->mbs, p->gbs, p->seq, schedule_name(p->schedule), precision_name(p->precision),
+		p->flash_attn ? "" : ", unfused attention");
 	fprintf(f, "micro-batches per pipeline: %d\n\n", e->m);
 	fprintf(f, "memory per GPU (GiB)   ");
 	for (int i = 0; i < e->nkinds; i++) fprintf(f, " %16s", e->kind[i].label);
