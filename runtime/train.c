@@ -84,6 +84,8 @@ int train_supported(const struct plan *p, const struct model *m, char *err)
 {
 	static const char *const what = "not yet supported by the runtime";
 	if (p->zero < 0 || p->zero > 3) return errf(err, "plan: zero (%d) must be 0..3", p->zero);
+	if (p->recompute == RC_OP)
+		return errf(err, "%s: recompute op (torchtitan's per-op checkpointing; use none, selective or full)", what);
 	if (p->zero == 3 && m->tied)
 		return errf(err, "%s: zero 3 with tied embeddings (tie_word_embeddings)", what);
 	if (p->zero == 3 && p->ep > 1)

@@ -40,6 +40,7 @@ struct layer_cost {
 	double act_full;            /* bytes kept for backward without recompute */
 	double act_w;               /* bytes still needed by W after B (linear inputs) */
 	double act_ckpt;            /* bytes kept under full recompute (the block input) */
+	double act_op;              /* bytes kept under per-op checkpointing (RC_OP) */
 	double params;              /* parameters held by this rank for this block */
 	double params_dense_grad;   /* of which reduced over the dp*cp group */
 	double params_expert;       /* of which reduced over the expert-DP group */
@@ -178,6 +179,13 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	} else if (p->recompute == RC_SELECTIVE) {
 		lc->rc = a_f; /* core attention recomputed [KOR §5] */
 		lc->hw_flops += attn_flops;
+	} else if (p->recompute == RC_OP) {
+		/* torchtitan's per-op policy keeps every other matmul output and the attention
+		 * output (torchtitan _save_list / _custom_policy: "save all compute ops except every
+		 * second mm"), so the backward re-runs half the linear forward and the element-wise
+		 * ops between them, not the attention */
+		lc->rc = 0.5 * g + e_f + ko;
+		lc->hw_flops += 0.5 * gflops;
 	}
 
 	/* --- TP/SP: 2 all-reduces (or all-gather + reduce-scatter pairs) per block forward and
@@ -266,6 +274,11 @@ static void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	lc->act_full = act;
 	lc->act_w = a_lin;
 	lc->act_ckpt = E * T * H / sp;
+	/* per-op checkpointing keeps the block input, the attention output with its statistics,
+	 * and half of the matmul outputs (q, k, v, O, the MLP's up/gate and down; experts alike) */
+	double mm_out = E * T * ((qd + 2 * kvd_t * t) / t + H / sp + (mlp_mult - 1) * width / t + H / sp);
+	if (moe) mm_out += E * T * m->moe_topk * ((mlp_mult - 1) * m->moe_ffn_hidden / t + H);
+	lc->act_op = lc->act_ckpt + E * T * qd / t + 4.0 * T * m->heads / t + 0.5 * mm_out;
 
 	/* --- parameters held: TP-sharded projections, replicated norms/router, experts over EP */
 	lc->params = (lp.attn + lp.mlp + lp.bias) / t + lp.norms + lp.router + lp.experts / (p->ep * t);
@@ -326,7 +339,9 @@ static void accumulate(struct rank_work *w, const struct layer_cost *lc, int n, 
 	} else {
 		w->B += k * lc->rc;
 		w->rc_s += k * lc->rc;
-		w->act_mb += k * lc->act_full;
+		w->act_mb += k * (p->recompute == RC_OP ? lc->act_op : lc->act_full);
+		/* the block being back-propagated holds its recomputed tensors too */
+		if (p->recompute == RC_OP && n > 0 && lc->act_full > w->act_extra) w->act_extra = lc->act_full;
 	}
 	w->act_w_mb += k * lc->act_w;
 	w->params += k * lc->params;

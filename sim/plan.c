@@ -34,7 +34,7 @@ static const struct plan_key plan_keys[] = {
 	{"vpp", K_INT, OFF(vpp), 1, 256, "model chunks per pipeline rank (interleaved)"},
 	{"sp", K_BOOL, OFF(sp), 0, 1, "sequence parallelism inside TP"},
 	{"zero", K_INT, OFF(zero), 0, 3, "ZeRO stage 0-3"},
-	{"recompute", K_RC, OFF(recompute), 0, 0, "none|selective|full"},
+	{"recompute", K_RC, OFF(recompute), 0, 0, "none|selective|full|op (op: torchtitan per-op)"},
 	{"recompute_layers", K_INT, OFF(recompute_layers), -1, 1 << 16, "with full: layers per stage recomputed (-1 all)"},
 	{"mbs", K_INT, OFF(mbs), 1, 1 << 16, "micro-batch size, sequences"},
 	{"gbs", K_INT, OFF(gbs), 0, 1 << 26, "global batch, sequences"},
@@ -53,11 +53,11 @@ static const struct plan_key plan_keys[] = {
 
 static const char *const sched_names[SCHED_COUNT] = {
 	"none", "afab", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"};
-static const char *const rc_names[] = {"none", "selective", "full"};
+static const char *const rc_names[] = {"none", "selective", "full", "op"};
 static const char *const prec_names[] = {"bf16", "fp8", "fp32"};
 
 const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_names[s] : "?"; }
-const char *recompute_name(enum recompute r) { return r <= RC_FULL ? rc_names[r] : "?"; }
+const char *recompute_name(enum recompute r) { return r <= RC_OP ? rc_names[r] : "?"; }
 const char *precision_name(enum precision pr) { return pr <= PREC_FP32 ? prec_names[pr] : "?"; }
 
 int schedule_from_name(const char *name, enum schedule *s)
@@ -177,9 +177,9 @@ int plan_set(struct plan *p, const char *key, const char *val, char *err)
 			return errf(err, "plan: schedule: unknown schedule '%s' (afab, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipe, dualpipev, none)", val);
 		return 0;
 	case K_RC:
-		for (int i = 0; i <= RC_FULL; i++)
+		for (int i = 0; i <= RC_OP; i++)
 			if (!strcmp(val, rc_names[i])) { p->recompute = (enum recompute)i; return 0; }
-		return errf(err, "plan: recompute: '%s' is not none, selective or full", val);
+		return errf(err, "plan: recompute: '%s' is not none, selective, full or op", val);
 	case K_PREC:
 		for (int i = 0; i <= PREC_FP32; i++)
 			if (!strcmp(val, prec_names[i])) { p->precision = (enum precision)i; return 0; }

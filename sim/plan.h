@@ -18,7 +18,9 @@ enum schedule {
 	SCHED_NONE, SCHED_AFAB, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZBH1, SCHED_ZBH2,
 	SCHED_ZBV, SCHED_DUALPIPE, SCHED_DUALPIPEV, SCHED_COUNT
 };
-enum recompute { RC_NONE, RC_SELECTIVE, RC_FULL };
+/* selective: Megatron's attention-core recompute [KOR §5]; op: torchtitan's per-op selective
+ * checkpointing (saves every other matmul output and the attention output, recomputes the rest) */
+enum recompute { RC_NONE, RC_SELECTIVE, RC_FULL, RC_OP };
 enum precision { PREC_BF16, PREC_FP8, PREC_FP32 };
 
 #define PLAN_MAX_STAGES 512

@@ -200,14 +200,11 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		p->flash_attn = 0;
 		add_assumed(r, "unfused attention (published before flash attention reached frameworks)");
 	}
-	/* torchtitan's per-op selective checkpointing saves the outputs of every other matmul and
-	 * recomputes the rest of the block (torchtitan _op_sac_save_list, "only save every other
-	 * mm"): about half of each block's forward is re-run and half its activations kept, which
-	 * the estimate's closest mode is full recompute of half the layers. */
+	/* FORMAT.md's "selective" also covers torchtitan's per-op selective checkpointing (the
+	 * notes say which): that is the plan's recompute op */
 	if (p->recompute == RC_SELECTIVE && has(cell[ix[C_NOTES]], "per-op selective")) {
-		p->recompute = RC_FULL;
-		p->recompute_layers = m->layers / (2 * p->pp) > 0 ? m->layers / (2 * p->pp) : 1;
-		add_assumed(r, "per-op selective as full recompute of half the layers");
+		p->recompute = RC_OP;
+		add_assumed(r, "recompute op (torchtitan per-op selective)");
 	}
 	r->rc_unknown = !*cell[ix[C_RC]];
 	return 0;

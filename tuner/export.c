@@ -196,7 +196,9 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 	if (p->overlap_param_gather && p->zero >= 1 && (long)p->dp * p->cp > 1) flag0(o, "--overlap-param-gather");
 	if (p->overlap_tp_comm && p->tp > 1) flag0(o, "--tp-comm-overlap");
 	if (p->flash_attn) flag0(o, "--use-flash-attn");
-	if (p->recompute == RC_SELECTIVE) {
+	if (p->recompute == RC_OP)
+		noeq(o, "recompute op (torchtitan's per-op checkpointing); selective (attention core) is written");
+	if (p->recompute == RC_SELECTIVE || p->recompute == RC_OP) {
 		fprintf(o->f, "--recompute-granularity selective \\\n");
 	} else if (p->recompute == RC_FULL) {
 		fprintf(o->f, "--recompute-granularity full \\\n");
@@ -266,6 +268,7 @@ static void export_nanotron(struct out *o, const struct plan *p, const struct mo
 	fprintf(f, "  context_parallel_size: %d\n", p->cp);
 	if (p->recompute == RC_SELECTIVE)
 		noeq(o, "selective recompute; nanotron's flash attention already keeps no score matrix");
+	if (p->recompute == RC_OP) noeq(o, "recompute op (torchtitan's per-op checkpointing); nanotron has none");
 	if (p->recompute == RC_FULL && p->recompute_layers >= 0)
 		noeq(o, "full recompute of only %d layers per stage; recompute_layer applies to every layer", p->recompute_layers);
 	if (p->pp > 1 && !uniform_split(p)) {
@@ -321,7 +324,9 @@ static void torchtitan_choose(struct out *o, const struct plan *p, struct tt_par
 		noeq(o, "schedule %s; %s is written", schedule_name(p->schedule), t->schedule);
 	}
 	t->ac_every = 0;
-	t->ac_mode = p->recompute == RC_NONE ? "none" : p->recompute == RC_SELECTIVE ? "selective" : "full";
+	t->ac_mode = p->recompute == RC_NONE ? "none" : p->recompute == RC_FULL ? "full" : "selective";
+	if (p->recompute == RC_SELECTIVE)
+		noeq(o, "selective recompute of the attention core; torchtitan's per-op checkpointing (op) is written");
 	if (p->recompute == RC_FULL && p->recompute_layers >= 0) {
 		int per = p->stage_layers[0] > 0 ? p->stage_layers[0] : 1;
 		int k = p->recompute_layers > 0 ? p->recompute_layers : 1;
@@ -400,6 +405,7 @@ static void export_deepspeed(struct out *o, const struct plan *p, const struct m
 	if (p->ep > 1) comment(o, "expert parallelism: set in code, deepspeed.moe.layer.MoE(ep_size=%d)", p->ep);
 	if (p->sp && p->tp > 1) noeq(o, "Megatron-style sequence parallelism inside TP");
 	if (p->recompute == RC_SELECTIVE) noeq(o, "selective recompute (attention only)");
+	if (p->recompute == RC_OP) noeq(o, "recompute op (torchtitan's per-op checkpointing)");
 	if (p->recompute == RC_FULL)
 		comment(o, "recompute: wrap %s layers in deepspeed.checkpointing.checkpoint in model code",
 			p->recompute_layers < 0 ? "all" : "the chosen");

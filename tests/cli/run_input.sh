@@ -49,6 +49,8 @@ expect_rc 2 $MPI -np 2 "$SP" run $TINY --pp 2 --zero 3
 expect_msg 'not yet supported by the runtime: zero 3 with pp 2'
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 0
 expect_msg -- '--steps: 0 is out of range'
+expect_rc 2 "$SP" run $TINY --recompute op
+expect_msg 'not yet supported by the runtime: recompute op'
 expect_rc 2 "$SP" run $TINY --bogus
 expect_msg "unknown option '--bogus'"
 expect_rc 0 "$SP" run --help
