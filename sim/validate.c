@@ -175,6 +175,7 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		add_assumed(r, titan ? "vpp 2 (torchtitan: 2 stages per rank)" : "vpp 2 (interleaved, chunks not stated)");
 	} else if (p->pp > 1) add_assumed(r, "vpp 1");
 	if (*(c = cell[ix[C_SP]])) { if (plan_set(p, "sp", c, err)) goto bad; }
+	else if (p->tp > 1) add_assumed(r, "sp 0");
 	if (*(c = cell[ix[C_ZERO]])) { if (plan_set(p, "zero", c, err)) goto bad; }
 	else add_assumed(r, "zero 0");
 	/* plain data parallelism is PyTorch DDP (or its equivalent), whose bucketed all-reduce
@@ -191,6 +192,7 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	}
 	c = cell[ix[C_PREC]];
 	p->precision = !strcmp(c, "fp8") ? PREC_FP8 : !strcmp(c, "fp32") ? PREC_FP32 : PREC_BF16;
+	if (!*c) add_assumed(r, "precision bf16");
 	notes_overlaps(cell[ix[C_NOTES]], p);
 	/* FlashAttention appeared in May 2022 and reached Megatron-LM (--use-flash-attn) and
 	 * DeepSpeed in 2023; a run published in 2022 or before, whose notes do not say flash,

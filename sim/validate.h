@@ -20,7 +20,7 @@ struct val_row {
 	int num_gpus, seq, gbs;
 	int simulated;
 	char reason[300];          /* why not simulated */
-	char assumed[160];          /* defaults filled in for empty cells */
+	char assumed[400];          /* defaults filled in for empty cells */
 	double meas_tps, meas_mem_gib; /* < 0 = not measured */
 	double pred_tps, pred_mem_gib, pred_step_s, pred_mfu;
 	double pred_peak_gib;
