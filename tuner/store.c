@@ -58,7 +58,8 @@ static int exec(struct store *s, const char *sql, char *err)
 	return 0;
 }
 
-static int query_int(struct store *s, const char *sql, long *out, char *err)
+/* The first row's first n columns of one statement, as integers (one statement: one snapshot). */
+static int query_ints(struct store *s, const char *sql, long *out, int n, char *err)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
@@ -71,9 +72,14 @@ static int query_int(struct store *s, const char *sql, long *out, char *err)
 				    s->path, sqlite3_errstr(code));
 		return db_errf(s, err, sql);
 	}
-	*out = sqlite3_column_int64(st, 0);
+	for (int i = 0; i < n; i++) out[i] = sqlite3_column_int64(st, i);
 	sqlite3_finalize(st);
 	return 0;
+}
+
+static int query_int(struct store *s, const char *sql, long *out, char *err)
+{
+	return query_ints(s, sql, out, 1, err);
 }
 
 static void rollback(struct store *s)
@@ -107,41 +113,22 @@ fail:
 	return -1;
 }
 
-/* The three header facts in one statement, so one read snapshot: read one by one, another
- * process's first migration could commit between them (0 tables, then user_version 1). */
-static int header_facts(struct store *s, long *ntables, long *app, long *uv, char *err)
-{
-	static const char sql[] = "SELECT (SELECT count(*) FROM sqlite_schema),"
-				  " (SELECT application_id FROM pragma_application_id),"
-				  " (SELECT user_version FROM pragma_user_version)";
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-	if (rc == SQLITE_OK) rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		int code = sqlite3_errcode(s->db);
-		sqlite3_finalize(st);
-		if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-			return errf(err, "store: %s is not a scaleplan database (%s); left untouched",
-				    s->path, sqlite3_errstr(code));
-		return db_errf(s, err, "reading the database header");
-	}
-	*ntables = sqlite3_column_int64(st, 0);
-	*app = sqlite3_column_int64(st, 1);
-	*uv = sqlite3_column_int64(st, 2);
-	sqlite3_finalize(st);
-	return 0;
-}
-
 /* Refuses anything that is not an empty database or one of ours, before any write. */
 static int recognise(struct store *s, char *err)
 {
-	long app = 0, ntables = 0, uv = 0;
+	/* table count, application_id and user_version in one statement, so one read snapshot:
+	 * read one by one, another process's first migration could commit between them (0
+	 * tables, then user_version 1) and the file would look like another program's */
+	static const char header[] = "SELECT (SELECT count(*) FROM sqlite_schema),"
+				     " (SELECT application_id FROM pragma_application_id),"
+				     " (SELECT user_version FROM pragma_user_version)";
+	long h[3] = {0, 0, 0};
 	/* the first read of the header: any failure means the file is not a database we know.
 	 * While another process switches a fresh file to WAL, a reader can get SQLITE_BUSY at
 	 * once, without the busy handler; wait as long as busy_timeout would have. */
 	struct timespec nap = {0, 5 * 1000 * 1000};
 	for (int waited_ms = 0;; waited_ms += 5) {
-		if (!header_facts(s, &ntables, &app, &uv, err)) break;
+		if (!query_ints(s, header, h, 3, err)) break;
 		int code = sqlite3_errcode(s->db);
 		if ((code == SQLITE_BUSY || code == SQLITE_LOCKED) && waited_ms < BUSY_TIMEOUT_MS) {
 			nanosleep(&nap, NULL);
@@ -153,6 +140,7 @@ static int recognise(struct store *s, char *err)
 			     sqlite3_errmsg(s->db));
 		return -1;
 	}
+	long ntables = h[0], app = h[1], uv = h[2];
 	if (app == STORE_APPLICATION_ID) return 0;
 	if (app != 0 || ntables > 0 || uv != 0)
 		return errf(err, "store: %s is an SQLite database of another program (application_id %ld, %ld tables); left untouched",
