@@ -34,4 +34,23 @@ static inline int test_summary(const char *name)
 	return test_failed ? 1 : 0;
 }
 
+/* Every split of L layers into S non-empty contiguous stages, as cut points cut[0] = 0 <
+ * cut[1] < ... < cut[S] = L (brute-force references for the partitioners): split_first sets
+ * the first, split_next steps to the next and returns 0 after the last. */
+static inline void split_first(int *cut, int S, int L)
+{
+	cut[0] = 0; cut[S] = L;
+	for (int i = 1; i < S; i++) cut[i] = i;
+}
+
+static inline int split_next(int *cut, int S, int L)
+{
+	int i = S - 1;
+	while (i >= 1 && cut[i] == L - (S - i)) i--;
+	if (i < 1) return 0;
+	cut[i]++;
+	for (int j = i + 1; j < S; j++) cut[j] = cut[j - 1] + 1;
+	return 1;
+}
+
 #endif

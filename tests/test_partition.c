@@ -45,19 +45,12 @@ static double brute(const struct part_problem *pb, int with_mem)
 {
 	int L = pb->nlayers, S = pb->nstages, cut[MAXS + 1];
 	double best = INFINITY;
-	/* cut[0] = 0 < cut[1] < ... < cut[S-1] < cut[S] = L */
-	cut[0] = 0; cut[S] = L;
-	for (int i = 1; i < S; i++) cut[i] = i;
-	for (;;) {
+	for (split_first(cut, S, L);;) {
 		double worst = 0;
 		for (int s = 0; s < S && worst < best; s++)
 			worst = fmax(worst, brute_stage(pb, cut[s], cut[s + 1] - cut[s], s, with_mem));
 		if (worst < best) best = worst;
-		int i = S - 1;
-		while (i >= 1 && cut[i] == L - (S - i)) i--;
-		if (i < 1) break;
-		cut[i]++;
-		for (int j = i + 1; j < S; j++) cut[j] = cut[j - 1] + 1;
+		if (!split_next(cut, S, L)) break;
 	}
 	return best;
 }
@@ -139,9 +132,7 @@ static double brute_capped(const struct part_problem *pb, int rc_layers)
 {
 	int L = pb->nlayers, S = pb->nstages, cut[MAXS + 1], counts[MAXS], rec[MAXL];
 	double best = INFINITY;
-	cut[0] = 0; cut[S] = L;
-	for (int i = 1; i < S; i++) cut[i] = i;
-	for (;;) {
+	for (split_first(cut, S, L);;) {
 		for (int s = 0; s < S; s++) {
 			counts[s] = cut[s + 1] - cut[s];
 			int k = rc_layers < 0 || rc_layers > counts[s] ? counts[s] : rc_layers;
@@ -151,11 +142,7 @@ static double brute_capped(const struct part_problem *pb, int rc_layers)
 		for (int s = 0; s < S; s++) fits &= partition_stage_bytes(pb, counts, rec, s) <= pb->cap_bytes[s];
 		double t = partition_stage_time(pb, counts, rec, NULL);
 		if (fits && t < best) best = t;
-		int i = S - 1;
-		while (i >= 1 && cut[i] == L - (S - i)) i--;
-		if (i < 1) break;
-		cut[i]++;
-		for (int j = i + 1; j < S; j++) cut[j] = cut[j - 1] + 1;
+		if (!split_next(cut, S, L)) break;
 	}
 	return best;
 }

@@ -234,20 +234,14 @@ static double brute_split(const struct search_req *rq, const struct search_cand 
 {
 	int L = rq->m->layers, cut[PLAN_MAX_STAGES + 1], counts[PLAN_MAX_STAGES];
 	double best = INFINITY;
-	cut[0] = 0; cut[n] = L;
-	for (int i = 1; i < n; i++) cut[i] = i;
-	for (;;) {
+	for (split_first(cut, n, L);;) {
 		struct plan p;
 		for (int s = 0; s < n; s++) counts[s] = cut[s + 1] - cut[s];
 		if (!cand_to_plan(rq, k, counts, n, &p)) {
 			double w = slowest_rank(rq, &p);
 			if (w < best) { best = w; memcpy(best_counts, counts, sizeof(int) * (size_t)n); }
 		}
-		int i = n - 1;
-		while (i >= 1 && cut[i] == L - (n - i)) i--;
-		if (i < 1) break;
-		cut[i]++;
-		for (int j = i + 1; j < n; j++) cut[j] = cut[j - 1] + 1;
+		if (!split_next(cut, n, L)) break;
 	}
 	return best;
 }

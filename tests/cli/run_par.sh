@@ -92,32 +92,23 @@ expect_rc 0 "$SP" sim --model tiny --gpu h100-sxm $BATCH --gpus 2 --pp 2 --sched
 grep -Eq '"stages_measured":[[:space:]]*2' "$TMP/out" && ok || bad "sim --op-times did not use both stages: $(head -c 300 "$TMP/out")"
 [ "$(grep -c "\"source\":[[:space:]]*\"trace" "$TMP/out")" -eq 2 ] && ok || bad "sim --op-times: both stages should take their times from the trace"
 
-# --- resume bit for bit: tp 2 x pp 2 ----------------------------------------------------------
-P4="--model tiny $BATCH --gpus 4 --tp 2 --sp --pp 2 --schedule 1f1b"
-expect_rc 0 $MPI -np 4 "$SP" run $P4 --steps 3 --json
-cp "$TMP/out" "$TMP/full"
-expect_rc 0 $MPI -np 4 "$SP" run $P4 --steps 1 --save "$TMP/ck"
-expect_rc 0 $MPI -np 4 "$SP" run $P4 --steps 3 --json --resume "$TMP/ck"
-[ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/full" | tail -n 2 | tr '\n' ' ')" ] && ok ||
-	bad "tp2 pp2 resume: $(losses "$TMP/out" | tr '\n' ' ') are not steps 2-3 of $(losses "$TMP/full" | tr '\n' ' ')"
-
+# --- resume bit for bit ------------------------------------------------------------------------
+# resume_check NAME NP SAVE_AFTER FLAGS: 3 steps straight, then SAVE_AFTER steps, save, resume to
+# step 3; the resumed run's losses must be the last 3-SAVE_AFTER of the straight run
+resume_check() {
+	local name=$1 np=$2 k=$3 flags=$4 ck="$TMP/ck_$1"
+	expect_rc 0 $MPI -np "$np" "$SP" run $flags --steps 3 --json
+	cp "$TMP/out" "$TMP/full"
+	expect_rc 0 $MPI -np "$np" "$SP" run $flags --steps "$k" --save "$ck"
+	expect_rc 0 $MPI -np "$np" "$SP" run $flags --steps 3 --json --resume "$ck"
+	[ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/full" | tail -n $((3 - k)) | tr '\n' ' ')" ] && ok ||
+		bad "$name resume: $(losses "$TMP/out" | tr '\n' ' ') are not steps $((k + 1))-3 of $(losses "$TMP/full" | tr '\n' ' ')"
+}
+resume_check tp2-pp2 4 1 "--model tiny $BATCH --gpus 4 --tp 2 --sp --pp 2 --schedule 1f1b"
 # DualPipe keeps two model copies per rank: both are in the checkpoint
-D2="--model tiny $BATCH --gpus 2 --pp 2 --schedule dualpipe"
-expect_rc 0 $MPI -np 2 "$SP" run $D2 --steps 3 --json
-cp "$TMP/out" "$TMP/full"
-expect_rc 0 $MPI -np 2 "$SP" run $D2 --steps 2 --save "$TMP/ckd"
-expect_rc 0 $MPI -np 2 "$SP" run $D2 --steps 3 --json --resume "$TMP/ckd"
-[ "$(losses "$TMP/out")" = "$(losses "$TMP/full" | tail -n 1)" ] && ok ||
-	bad "dualpipe resume: $(losses "$TMP/out" | tr '\n' ' ') is not step 3 of $(losses "$TMP/full" | tr '\n' ' ')"
-
+resume_check dualpipe 2 2 "--model tiny $BATCH --gpus 2 --pp 2 --schedule dualpipe"
 # ZeRO-3 shards of TP slices with CP
-Z3="--model tiny $BATCH --gpus 4 --tp 2 --cp 2 --zero 3"
-expect_rc 0 $MPI -np 4 "$SP" run $Z3 --steps 3 --json
-cp "$TMP/out" "$TMP/full"
-expect_rc 0 $MPI -np 4 "$SP" run $Z3 --steps 1 --save "$TMP/ckz"
-expect_rc 0 $MPI -np 4 "$SP" run $Z3 --steps 3 --json --resume "$TMP/ckz"
-[ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/full" | tail -n 2 | tr '\n' ' ')" ] && ok ||
-	bad "tp2 cp2 zero3 resume: $(losses "$TMP/out" | tr '\n' ' ') are not steps 2-3 of $(losses "$TMP/full" | tr '\n' ' ')"
+resume_check tp2-cp2-zero3 4 1 "--model tiny $BATCH --gpus 4 --tp 2 --cp 2 --zero 3"
 
 # --- plans that do not fit ---------------------------------------------------------------------
 expect_rc 2 $MPI -np 2 "$SP" run --model tiny $BATCH --gpus 2 --tp 3 --steps 1

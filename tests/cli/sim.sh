@@ -205,21 +205,20 @@ for s in 1f1b "interleaved --vpp 2" zb-h1 zb-h2 zb-v dualpipe dualpipev; do
 done
 
 # bad traces and engine options: exit 2, one line naming the problem
-printf '{"traceEvents": [{"name": "F", "ph": "X"' >"$TMP/broken.json"
-expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/broken.json"
-expect_err_line 'op times: .*malformed JSON'
-printf '{"traceEvents": [{"name": "F", "ph": "X", "ts": 0, "dur": 5, "pid": 0, "tid": 0, "args": {"mb": 0}}]}' >"$TMP/nostage.json"
-expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/nostage.json"
-expect_err_line "event 1 \(F\): missing field 'stage'"
-printf '{"traceEvents": [{"name": "B", "ph": "X", "ts": 0, "pid": 0, "tid": 0, "args": {"mb": 0, "stage": 0}}]}' >"$TMP/nodur.json"
-expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/nodur.json"
-expect_err_line "missing field 'dur'"
-printf '{"traceEvents": [{"name": "F", "ph": "X", "ts": 0, "dur": 5, "pid": 0, "tid": 0, "args": {"mb": 0, "stage": 7}}]}' >"$TMP/farstage.json"
-expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/farstage.json"
-expect_err_line 'stage 7 but the plan has 2 stages'
-printf '{"events": []}' >"$TMP/noarr.json"
-expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/noarr.json"
-expect_err_line "missing array 'traceEvents'"
+# bad_trace NAME JSON PATTERN: an --op-times file with this content exits 2 with one such line
+bad_trace() {
+	printf '%s' "$2" >"$TMP/$1.json"
+	expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/$1.json"
+	expect_err_line "$3"
+}
+bad_trace broken '{"traceEvents": [{"name": "F", "ph": "X"' 'op times: .*malformed JSON'
+bad_trace nostage '{"traceEvents": [{"name": "F", "ph": "X", "ts": 0, "dur": 5, "pid": 0, "tid": 0, "args": {"mb": 0}}]}' \
+	"event 1 \(F\): missing field 'stage'"
+bad_trace nodur '{"traceEvents": [{"name": "B", "ph": "X", "ts": 0, "pid": 0, "tid": 0, "args": {"mb": 0, "stage": 0}}]}' \
+	"missing field 'dur'"
+bad_trace farstage '{"traceEvents": [{"name": "F", "ph": "X", "ts": 0, "dur": 5, "pid": 0, "tid": 0, "args": {"mb": 0, "stage": 7}}]}' \
+	'stage 7 but the plan has 2 stages'
+bad_trace noarr '{"events": []}' "missing array 'traceEvents'"
 expect_rc 2 "$SP" sim "${TINY[@]}" --gpus 2 --pp 2 --gbs 3 --engine event --op-times "$TMP/no-such-trace.json"
 expect_err_line 'no-such-trace.json'
 expect_rc 2 "$SP" sim "${BASE[@]}" --engine warp

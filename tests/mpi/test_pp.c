@@ -321,19 +321,26 @@ static int dp_ready(void *arg, const struct pp_ready *r, char *err)
 	return dp_grad_ready(h->d, r->off, r->count, err);
 }
 
+/* A pipeline-only plan of the tiny shapes: pp ranks, dp data-parallel copies, schedule,
+ * gbs sequences; stage layers left to the caller. */
+static void pp_plan(struct plan *pl, int pp, int dp, enum schedule sched, int gbs)
+{
+	plan_defaults(pl);
+	pl->pp = pp;
+	pl->dp = dp;
+	pl->gpus = pp * dp;
+	pl->schedule = sched;
+	pl->mbs = MBS;
+	pl->seq = SEQ;
+	pl->gbs = gbs;
+}
+
 static void dp_overlap(struct comm *world)
 {
 	char err[ERR_LEN];
 	enum { M = 4 };
 	struct plan pl;
-	plan_defaults(&pl);
-	pl.pp = 2;
-	pl.dp = 2;
-	pl.gpus = 4;
-	pl.schedule = SCHED_ZBV;
-	pl.mbs = MBS;
-	pl.seq = SEQ;
-	pl.gbs = 2 * M;
+	pp_plan(&pl, 2, 2, SCHED_ZBV, 2 * M);
 	pl.nstage_layers = 4;
 	for (int i = 0; i < 4; i++) pl.stage_layers[i] = 1;
 	struct model cfg = tiny(4, 0, 0);
@@ -399,14 +406,7 @@ static void bad_inputs(struct comm *pcomm, struct comm *world)
 
 	/* too few micro-batches for DualPipe, through the plan path */
 	struct plan pl;
-	plan_defaults(&pl);
-	pl.pp = pp;
-	pl.dp = 1;
-	pl.gpus = pp;
-	pl.schedule = SCHED_DUALPIPE;
-	pl.mbs = MBS;
-	pl.seq = SEQ;
-	pl.gbs = 2;
+	pp_plan(&pl, pp, 1, SCHED_DUALPIPE, 2);
 	pl.nstage_layers = pp;
 	for (int i = 0; i < pp; i++) pl.stage_layers[i] = 4 / pp + (i < 4 % pp);
 	struct ctx *x = NULL;
@@ -465,14 +465,7 @@ int main(void)
 	if (harness_world(&world, 60)) return 1;   /* a deadlock fails instead of hanging */
 	const int n = comm_size(world);
 	struct plan pl;
-	plan_defaults(&pl);
-	pl.pp = n;
-	pl.dp = 1;
-	pl.gpus = n;
-	pl.schedule = SCHED_1F1B;
-	pl.mbs = MBS;
-	pl.seq = SEQ;
-	pl.gbs = 4;
+	pp_plan(&pl, n, 1, SCHED_1F1B, 4);
 	struct ctx *x = NULL;
 	if (ctx_create(world, &pl, &x, err)) {
 		CHECK(0, "%s", err);
