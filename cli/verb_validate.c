@@ -7,9 +7,8 @@
 
 int cmd_validate(int argc, char **argv)
 {
-	const char *path = NULL, *only = NULL;
-	char *set[16];
-	int nset = 0;
+	const char *path = NULL;
+	struct val_opts o = {0};
 	int json = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -25,11 +24,19 @@ int cmd_validate(int argc, char **argv)
 		if (!strcmp(argv[i], "--json")) json = 1;
 		else if (!strcmp(argv[i], "--row")) {
 			if (i + 1 >= argc) { cli_error("validate", "--row needs a row id"); return EXIT_BADINPUT; }
-			only = argv[++i];
+			o.only = argv[++i];
 		} else if (!strcmp(argv[i], "--set")) {
 			if (i + 1 >= argc) { cli_error("validate", "--set needs KEY=VALUE"); return EXIT_BADINPUT; }
-			if (nset == 16) { cli_error("validate", "--set: at most 16"); return EXIT_BADINPUT; }
-			set[nset++] = argv[++i];
+			if (o.nset == VAL_MAX_SET) { cli_error("validate", "--set: at most %d", VAL_MAX_SET); return EXIT_BADINPUT; }
+			/* split at '=' in place and check the pair once, on a default plan */
+			char *kv = argv[++i], *eq = strchr(kv, '='), e2[ERR_LEN];
+			if (!eq) { cli_error("validate", "--set '%s': expected key=value", kv); return EXIT_BADINPUT; }
+			*eq = 0;
+			struct plan probe;
+			plan_defaults(&probe);
+			if (plan_set(&probe, kv, eq + 1, e2)) { cli_error("validate", "--set: %s", e2); return EXIT_BADINPUT; }
+			o.set_key[o.nset] = kv;
+			o.set_val[o.nset++] = eq + 1;
 		}
 		else if (argv[i][0] == '-') { cli_error("validate", "unknown option '%s'", argv[i]); return EXIT_BADINPUT; }
 		else if (path) { cli_error("validate", "one file at a time ('%s' and '%s')", path, argv[i]); return EXIT_BADINPUT; }
@@ -39,8 +46,9 @@ int cmd_validate(int argc, char **argv)
 	struct val_row *rows;
 	int n;
 	char err[ERR_LEN];
-	if (validate_file_set(path, only, set, nset, only && !json ? stdout : NULL, &rows, &n, err)) { cli_error("validate", "%s", err); return EXIT_BADINPUT; }
-	if (only && n == 0) { free(rows); cli_error("validate", "--row: no row with id '%s' in %s", only, path); return EXIT_BADINPUT; }
+	o.explain = o.only && !json ? stdout : NULL;
+	if (validate_file(path, &o, &rows, &n, err)) { cli_error("validate", "%s", err); return EXIT_BADINPUT; }
+	if (o.only && n == 0) { free(rows); cli_error("validate", "--row: no row with id '%s' in %s", o.only, path); return EXIT_BADINPUT; }
 	struct val_summary s;
 	validate_summarize(rows, n, &s);
 	if (json) validate_write_json(path, rows, n, &s, stdout);

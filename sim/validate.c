@@ -275,18 +275,10 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, FI
 	r->pred_buf_gib = k->buffers_bytes / 1073741824.0;
 }
 
-int validate_file(const char *path, struct val_row **rows_out, int *nrows, char *err)
+int validate_file(const char *path, const struct val_opts *opts, struct val_row **rows_out, int *nrows, char *err)
 {
-	return validate_file_only(path, NULL, NULL, rows_out, nrows, err);
-}
-
-int validate_file_only(const char *path, const char *only, FILE *explain, struct val_row **rows_out, int *nrows, char *err)
-{
-	return validate_file_set(path, only, NULL, 0, explain, rows_out, nrows, err);
-}
-
-int validate_file_set(const char *path, const char *only, char **set, int nset, FILE *explain, struct val_row **rows_out, int *nrows, char *err)
-{
+	static const struct val_opts none;
+	if (!opts) opts = &none;
 	char *text = read_file(path, 64 << 20, err);
 	if (!text) return -1;
 	int ix[NCOLS];
@@ -317,7 +309,7 @@ int validate_file_set(const char *path, const char *only, char **set, int nset, 
 			if (!nr) { rc = errf(err, "out of memory"); goto out; }
 			rows = nr;
 		}
-		if (only && strcmp(cell[0], only)) continue;
+		if (opts->only && (ix[C_ID] >= nc || strcmp(cell[ix[C_ID]], opts->only))) continue;
 		struct val_row *r = &rows[n++];
 		memset(r, 0, sizeof(*r));
 		r->meas_tps = r->meas_mem_gib = -1;
@@ -341,17 +333,15 @@ int validate_file_set(const char *path, const char *only, char **set, int nset, 
 		struct model m;
 		struct plan p;
 		int ok = row_to_inputs(cell, ix, r, &m, &p) == 0;
-		for (int i = 0; ok && i < nset; i++) { /* key=value overrides (what-if on a row) */
-			char key[64];
-			const char *eq = strchr(set[i], '=');
-			if (!eq || eq - set[i] >= (long)sizeof(key)) { rc = errf(err, "--set '%s': expected key=value", set[i]); goto out; }
-			snprintf(key, sizeof(key), "%.*s", (int)(eq - set[i]), set[i]);
-			if (plan_set(&p, key, eq + 1, err)) { rc = -1; goto out; }
-			if (!strcmp(key, "recompute")) r->rc_unknown = 0;
-			add_assumed(r, set[i]);
+		for (int i = 0; ok && i < opts->nset; i++) { /* overrides (what-if on a row) */
+			if (plan_set(&p, opts->set_key[i], opts->set_val[i], err)) { rc = -1; goto out; }
+			if (!strcmp(opts->set_key[i], "recompute")) r->rc_unknown = 0;
+			char what[160];
+			snprintf(what, sizeof(what), "%s=%s", opts->set_key[i], opts->set_val[i]);
+			add_assumed(r, what);
 		}
 		if (ok)
-			predict(r, &m, &p, explain);
+			predict(r, &m, &p, opts->explain);
 		/* A run the row itself marks as measured with a framework defect that was fixed later
 		 * (the Playbook's pipeline runs before nanotron's pipeline-parallel performance fix
 		 * lose about a second per micro-batch to it) measures the defect, not the plan: it is

@@ -40,14 +40,20 @@ struct val_summary {
 	double rank_spearman, top1_regret;
 };
 
+/* Options of a validation run; a NULL struct means all rows, no overrides, no explanation. */
+#define VAL_MAX_SET 16
+struct val_opts {
+	const char *only;                 /* only the row with this id, or NULL */
+	const char *set_key[VAL_MAX_SET]; /* plan keys overridden after each row is read (what-if) */
+	const char *set_val[VAL_MAX_SET];
+	int nset;
+	FILE *explain;                    /* the full estimate (the `sim` table) of each row, or NULL */
+};
+
 /* Parses and predicts every row of `path`. *rows is malloc'd (caller frees). Returns 0, or -1
- * with err for a file that is not in the format (missing column, bad header). */
-int validate_file(const char *path, struct val_row **rows, int *nrows, char *err);
-/* The same for one row (id in the first column) or none; with `explain`, the full estimate
- * of each predicted row (the `sim` table) is printed there. */
-int validate_file_only(const char *path, const char *only, FILE *explain, struct val_row **rows, int *nrows, char *err);
-/* ... with plan keys overridden by "key=value" strings after the row is read (what-if). */
-int validate_file_set(const char *path, const char *only, char **set, int nset, FILE *explain, struct val_row **rows, int *nrows, char *err);
+ * with err for a file that is not in the format (missing column, bad header) or an override
+ * the plan parser refuses. */
+int validate_file(const char *path, const struct val_opts *opts, struct val_row **rows, int *nrows, char *err);
 void validate_summarize(const struct val_row *rows, int n, struct val_summary *s);
 void validate_print(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f);
 void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f);
