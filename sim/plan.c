@@ -54,10 +54,11 @@ static const struct plan_key plan_keys[] = {
 static const char *const sched_names[SCHED_COUNT] = {
 	"none", "afab", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"};
 static const char *const rc_names[] = {"none", "selective", "full", "op"};
+#define NRC (sizeof(rc_names) / sizeof(rc_names[0]))
 static const char *const prec_names[] = {"bf16", "fp8", "fp32"};
 
 const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_names[s] : "?"; }
-const char *recompute_name(enum recompute r) { return r <= RC_OP ? rc_names[r] : "?"; }
+const char *recompute_name(enum recompute r) { return (size_t)r < NRC ? rc_names[r] : "?"; }
 const char *precision_name(enum precision pr) { return pr <= PREC_FP32 ? prec_names[pr] : "?"; }
 
 int schedule_from_name(const char *name, enum schedule *s)
@@ -177,7 +178,7 @@ int plan_set(struct plan *p, const char *key, const char *val, char *err)
 			return errf(err, "plan: schedule: unknown schedule '%s' (afab, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipe, dualpipev, none)", val);
 		return 0;
 	case K_RC:
-		for (int i = 0; i <= RC_OP; i++)
+		for (size_t i = 0; i < NRC; i++)
 			if (!strcmp(val, rc_names[i])) { p->recompute = (enum recompute)i; return 0; }
 		return errf(err, "plan: recompute: '%s' is not none, selective, full or op", val);
 	case K_PREC:
