@@ -52,6 +52,61 @@ static void add_assumed(struct val_row *r, const char *what)
 	snprintf(r->assumed + n, sizeof(r->assumed) - n, "%s%s", n ? ", " : "", what);
 }
 
+/* A measured cell: FORMAT.md's plain decimal number (digits, at most one point, no sign, no
+ * exponent, no inf/nan). 0 = empty, 1 = *out set, -1 = not such a number. */
+static int cell_num(const char *s, double *out)
+{
+	if (!s || !*s) return 0;
+	int digits = 0, points = 0;
+	for (const char *c = s; *c; c++) {
+		if (isdigit((unsigned char)*c)) digits++;
+		else if (*c == '.' && !points) points++;
+		else return -1;
+	}
+	if (!digits) return -1;
+	*out = strtod(s, NULL);
+	return isfinite(*out) ? 1 : -1;
+}
+
+/* The measured cells of a row, and what makes a row unusable before it reaches the model:
+ * an unknown status, a number that is not one. Returns 0, or -1 with r->reason. */
+static int row_measured(char **cell, const int *ix, int ix_step, struct val_row *r)
+{
+	static const char *const statuses[] = {"ok", "oom", "fail"};
+	int known = 0;
+	for (int i = 0; i < 3; i++) known |= !strcmp(r->status, statuses[i]);
+	if (!known) {
+		snprintf(r->reason, sizeof(r->reason), "status: '%.20s' is not ok, oom or fail", cell[ix[C_STATUS]]);
+		return -1;
+	}
+	if (r->num_gpus < 1) {
+		snprintf(r->reason, sizeof(r->reason), "num_gpus: '%.20s' is not a positive integer", cell[ix[C_NGPU]]);
+		return -1;
+	}
+	struct { int col; const char *name; double *dst; } meas[] = {
+		{ix[C_TPS], "tokens_per_s_per_gpu", &r->meas_tps}, {ix[C_MEM], "mem_gib", &r->meas_mem_gib},
+		{ix_step, "step_time_s", NULL}};
+	double step = 0;
+	for (int i = 0; i < 3; i++) {
+		double v = 0;
+		int got = meas[i].col >= 0 ? cell_num(cell[meas[i].col], &v) : 0;
+		if (got < 0) {
+			snprintf(r->reason, sizeof(r->reason), "%s: '%.20s' is not a plain non-negative decimal number (FORMAT.md)",
+				 meas[i].name, cell[meas[i].col]);
+			return -1;
+		}
+		if (got && meas[i].dst) *meas[i].dst = v;
+		if (got && !meas[i].dst) step = v;
+	}
+	/* FORMAT.md defines tokens/s per GPU as global_batch_seqs·seq_len / (step time ·
+	 * num_gpus); a row that measured only the step time is scored on that */
+	if (r->meas_tps < 0 && step > 0 && r->gbs > 0 && r->seq > 0) {
+		r->meas_tps = (double)r->gbs * r->seq / (step * r->num_gpus);
+		add_assumed(r, "measured tokens/s from step_time_s");
+	}
+	return 0;
+}
+
 /* case-insensitive substring */
 static int has(const char *hay, const char *needle)
 {
@@ -151,6 +206,10 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		{C_SEQ, "seq"}, {C_GBS, "gbs"}};
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		if (plan_set(p, ints[i].key, cell[ix[ints[i].col]], err)) { snprintf(r->reason, sizeof(r->reason), "%s", err); return -1; }
+	if (p->gpus_per_node < 1) { /* the plan's 0 means "the profile's"; a row must say */
+		snprintf(r->reason, sizeof(r->reason), "gpus_per_node: '%.20s' is not a positive integer", cell[ix[C_GPN]]);
+		return -1;
+	}
 	const char *c;
 	/* A torchtitan run states its framework; its documented pipeline defaults fill the cells
 	 * it leaves empty: the local batch is split into as many micro-batches as there are
@@ -191,6 +250,11 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
 	}
 	c = cell[ix[C_PREC]];
+	if (*c && strcmp(c, "bf16") && strcmp(c, "fp16") && strcmp(c, "fp8") && strcmp(c, "fp32")) {
+		snprintf(err, ERR_LEN, "precision: '%.20s' is not bf16, fp16, fp8 or fp32", c);
+		goto bad;
+	}
+	/* fp16 with loss scaling runs at the bf16 tensor-core peak (FORMAT.md) */
 	p->precision = !strcmp(c, "fp8") ? PREC_FP8 : !strcmp(c, "fp32") ? PREC_FP32 : PREC_BF16;
 	if (!*c) add_assumed(r, "precision bf16");
 	notes_overlaps(cell[ix[C_NOTES]], p);
@@ -281,13 +345,15 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 	if (!opts) opts = &none;
 	char *text = read_file(path, 64 << 20, err);
 	if (!text) return -1;
-	int ix[NCOLS];
+	/* a UTF-8 byte-order mark (spreadsheet exports write one) is not part of the first line */
+	char *start = !strncmp(text, "\xef\xbb\xbf", 3) ? text + 3 : text;
+	int ix[NCOLS], ix_step = -1;
 	for (int i = 0; i < NCOLS; i++) ix[i] = -1;
 	int cap = 0, n = 0, header = 0, ncell_hdr = 0;
 	struct val_row *rows = NULL;
 	char *save = NULL;
 	int rc = 0;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (char *line = strtok_r(start, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t len = strlen(line);
 		if (len && line[len - 1] == '\r') line[len - 1] = 0;
 		if (!header && line[0] == '#') continue;
@@ -297,6 +363,8 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 			for (int i = 0; i < nc; i++)
 				for (int k = 0; k < NCOLS; k++)
 					if (!strcmp(cell[i], colnames[k])) ix[k] = i;
+			for (int i = 0; i < nc; i++)
+				if (!strcmp(cell[i], "step_time_s")) ix_step = i;
 			for (int k = 0; k < NCOLS; k++)
 				if (ix[k] < 0) { rc = errf(err, "%s: header lacks column '%s' (FORMAT.md)", path, colnames[k]); goto out; }
 			header = 1;
@@ -326,13 +394,11 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		cell_int(cell[ix[C_NGPU]], &r->num_gpus);
 		cell_int(cell[ix[C_SEQ]], &r->seq);
 		cell_int(cell[ix[C_GBS]], &r->gbs);
-		if (*cell[ix[C_TPS]]) r->meas_tps = atof(cell[ix[C_TPS]]);
-		if (*cell[ix[C_MEM]]) r->meas_mem_gib = atof(cell[ix[C_MEM]]);
 		r->mem_rank0 = strstr(cell[ix[C_NOTES]], "rank 0") != NULL;
 		r->mem_allocated = !strcmp(cell[ix[C_MEMKIND]], "allocated");
 		struct model m;
 		struct plan p;
-		int ok = row_to_inputs(cell, ix, r, &m, &p) == 0;
+		int ok = row_measured(cell, ix, ix_step, r) == 0 && row_to_inputs(cell, ix, r, &m, &p) == 0;
 		for (int i = 0; ok && i < opts->nset; i++) { /* overrides (what-if on a row) */
 			if (plan_set(&p, opts->set_key[i], opts->set_val[i], err)) { rc = -1; goto out; }
 			if (!strcmp(opts->set_key[i], "recompute")) r->rc_unknown = 0;

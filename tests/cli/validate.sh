@@ -173,6 +173,40 @@ json_check "$TMP/old.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $
 expect_rc 0 "$SP" validate "$TMP/memkind.tsv" --json
 json_check "$TMP/out" "(lambda a, b: abs((a['pred_mem_gib'] - b['pred_mem_gib']) - 0.7 * (a['pred_mem_parts_gib']['act'] + a['pred_mem_parts_gib']['logits'] + a['pred_mem_parts_gib']['buffers'])) < 1e-3)(d['results'][0], d['results'][1])"
 
+# --- files from other tools: a UTF-8 byte-order mark before the header, and a row that measured
+# only the step time (its tokens/s is FORMAT.md's gbs*seq/(step*gpus): 64*4096/(2*8) = 16384)
+{ printf '\xef\xbb\xbf'; cat "$TMP/small.tsv"; } >"$TMP/bom.tsv"
+expect_rc 0 "$SP" validate "$TMP/bom.tsv" --json
+json_check "$TMP/out" 'd["rows"] == 4 and d["simulated"] == 4'
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row S1 test "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 1 1 none none bf16 ok "" 2 "" "" "" "" "" high "step time only"
+} >"$TMP/step.tsv"
+expect_rc 0 "$SP" validate "$TMP/step.tsv" --json
+json_check "$TMP/out" 'abs(d["results"][0]["meas_tokens_per_s_per_gpu"] - 16384) < 1e-6 and "step_time_s" in d["results"][0]["assumed"] and d["throughput_rows"] == 1'
+
+# --- rows whose cells break FORMAT.md are listed with the field and the rule, never scored:
+# a measured number that is not a plain decimal (FORMAT.md: no sign, exponent, inf or nan), an
+# unknown status or precision, no GPU count or node size
+bad_row() { # name, column index (0-based in HEADER), value, expected reason
+	local i cells=(T9 test "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 1 1 none none bf16 ok 9000 "" 60 reserved "" "" "" high "test row")
+	cells[$2]=$3
+	{ tsv_row "${HEADER[@]}"; tsv_row "${cells[@]}"; } >"$TMP/bad-$1.tsv"
+	expect_rc 0 "$SP" validate "$TMP/bad-$1.tsv" --json
+	if EXPECT=$4 python3 -c 'import json,os,sys; d=json.load(open(sys.argv[1])); r=d["results"][0]
+sys.exit(0 if d["simulated"] == 0 and d["throughput_rows"] == 0 and os.environ["EXPECT"] in r["reason"] else 1)' "$TMP/out"
+	then ok; else bad "bad-$1.tsv: reason lacks '$4': $(head -c 400 "$TMP/out")"; fi
+}
+col() { local i; for i in "${!HEADER[@]}"; do [ "${HEADER[$i]}" = "$1" ] && echo "$i"; done; }
+bad_row inf "$(col tokens_per_s_per_gpu)" inf "tokens_per_s_per_gpu: 'inf' is not a plain non-negative decimal number"
+bad_row neg "$(col tokens_per_s_per_gpu)" -5 "tokens_per_s_per_gpu: '-5'"
+bad_row exp "$(col mem_gib)" 6e1 "mem_gib: '6e1'"
+bad_row step "$(col step_time_s)" nan "step_time_s: 'nan'"
+bad_row status "$(col status)" done "status: 'done' is not ok, oom or fail"
+bad_row prec "$(col precision)" fp4 "precision: 'fp4' is not bf16, fp16, fp8 or fp32"
+bad_row gpus "$(col num_gpus)" 0 "num_gpus: '0' is not a positive integer"
+bad_row gpn "$(col gpus_per_node)" 0 "gpus_per_node: '0' is not a positive integer"
+
 # --row ID prints that row's full estimate; --set overrides a plan key (what-if)
 expect_rc 0 "$SP" validate "$TMP/small.tsv" --row T2
 expect_out 'micro-batches per pipeline'
