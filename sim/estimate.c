@@ -739,6 +739,8 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 		else if (k->stage == p->pp - 1) snprintf(k->label, sizeof(k->label), "last stage");
 		else snprintf(k->label, sizeof(k->label), "middle stages");
 		if (k->peak_bytes > e->peak_mem_bytes) e->peak_mem_bytes = k->peak_bytes;
+		double live = k->peak_bytes - (k->overhead_bytes - h->overhead_bytes);
+		if (live > e->live_peak_bytes) e->live_peak_bytes = live;
 		double exp = k->tp_comm_s + k->cp_comm_s + k->ep_comm_s + k->pp_comm_s + k->dp_exposed_s;
 		if (exp > e->exposed_comm_s) e->exposed_comm_s = exp;
 	}

@@ -50,6 +50,8 @@ struct estimate {
 	double step_time_s, tokens_per_step, tokens_per_s, tokens_per_s_per_gpu;
 	double model_flops_per_step, hw_flops_per_step, mfu, hfu;
 	double peak_mem_bytes;    /* allocator pool (torch max_memory_reserved), worst rank */
+	double live_peak_bytes;   /* live tensors (torch max_memory_allocated), worst rank: the pool
+	                           * less its fragmentation allowance on dynamic memory */
 	double capacity_bytes;    /* HBM less nonpool_bytes: what the pool may grow to */
 	double nonpool_bytes;     /* CUDA context + NCCL buffers, outside the pool */
 	int nccl_comms;           /* NCCL communicators one rank uses */

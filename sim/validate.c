@@ -290,12 +290,16 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, FI
 		return;
 	}
 	/* An unknown recompute setting of a run that ran: the lightest mode under which the plan
-	 * fits (none, selective, full), since a run that did not fit could not have been measured. */
-	if (r->rc_unknown && !e.fits && !strcmp(r->status, "ok")) {
+	 * fits (none, selective, full), since a run that did not fit could not have been measured.
+	 * What the run proves is that its live tensors fit: the caching allocator frees its cached
+	 * blocks and retries before it reports out-of-memory [PyTorch CUDA caching allocator,
+	 * release_cached_blocks on a failed cudaMalloc], so the fragmentation allowance of the
+	 * reserved-pool estimate is not part of this test. */
+	if (r->rc_unknown && e.live_peak_bytes > e.capacity_bytes && !strcmp(r->status, "ok")) {
 		enum recompute modes[] = {RC_SELECTIVE, RC_FULL};
 		const char *names[] = {"selective", "full"};
 		int chosen = -1;
-		for (int i = 0; i < 2 && !e.fits; i++) {
+		for (int i = 0; i < 2 && e.live_peak_bytes > e.capacity_bytes; i++) {
 			struct estimate e2;
 			p->recompute = modes[i];
 			if (plan_resolve(p, m, &h, err) || plan_validate(p, m, &h, err) || estimate_plan(m, &h, p, &e2, err))
@@ -310,7 +314,7 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, FI
 			if (at) *at = 0;
 			size_t n = strlen(r->assumed);
 			snprintf(r->assumed + n, sizeof(r->assumed) - n, "%srecompute %s (%s)%s", n && !at ? ", " : "",
-				 names[chosen], e.fits ? "none does not fit" : "no mode fits", rest);
+				 names[chosen], e.live_peak_bytes <= e.capacity_bytes ? "none does not fit" : "no mode fits", rest);
 		}
 	}
 	if (explain) {
