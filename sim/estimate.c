@@ -644,6 +644,7 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	double dyn = k->act_bytes + k->logits_bytes + k->buffers_bytes;
 	k->overhead_bytes = h->overhead_bytes + (h->frag_factor - 1) * dyn;
 	k->peak_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + dyn + k->overhead_bytes;
+	k->live_bytes = k->peak_bytes - (h->frag_factor - 1) * dyn;
 }
 
 int estimate_plan(const struct model *m, const struct hw *h, const struct plan *p,
@@ -739,8 +740,7 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 		else if (k->stage == p->pp - 1) snprintf(k->label, sizeof(k->label), "last stage");
 		else snprintf(k->label, sizeof(k->label), "middle stages");
 		if (k->peak_bytes > e->peak_mem_bytes) e->peak_mem_bytes = k->peak_bytes;
-		double live = k->peak_bytes - (k->overhead_bytes - h->overhead_bytes);
-		if (live > e->live_peak_bytes) e->live_peak_bytes = live;
+		if (k->live_bytes > e->live_peak_bytes) e->live_peak_bytes = k->live_bytes;
 		double exp = k->tp_comm_s + k->cp_comm_s + k->ep_comm_s + k->pp_comm_s + k->dp_exposed_s;
 		if (exp > e->exposed_comm_s) e->exposed_comm_s = exp;
 	}

@@ -34,6 +34,8 @@ struct rank_est {
 	double buffers_bytes;    /* ZeRO-3 gather, DP buckets, CP/EP/TP comm buffers */
 	double overhead_bytes;   /* CUDA context, allocator reserve, fragmentation */
 	double peak_bytes;
+	double live_bytes;       /* peak of live tensors (max_memory_allocated): peak_bytes less the
+	                          * fragmentation allowance on dynamic memory */
 	/* time per step, seconds (compute_s includes recompute_s) */
 	double compute_s, recompute_s;
 	double tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s; /* exposed parts */

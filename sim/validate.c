@@ -83,10 +83,10 @@ static int row_measured(char **cell, const int *ix, int ix_step, struct val_row 
 		snprintf(r->reason, sizeof(r->reason), "num_gpus: '%.20s' is not a positive integer", cell[ix[C_NGPU]]);
 		return -1;
 	}
+	double step = -1;
 	struct { int col; const char *name; double *dst; } meas[] = {
 		{ix[C_TPS], "tokens_per_s_per_gpu", &r->meas_tps}, {ix[C_MEM], "mem_gib", &r->meas_mem_gib},
-		{ix_step, "step_time_s", NULL}};
-	double step = 0;
+		{ix_step, "step_time_s", &step}};
 	for (int i = 0; i < 3; i++) {
 		double v = 0;
 		int got = meas[i].col >= 0 ? cell_num(cell[meas[i].col], &v) : 0;
@@ -95,8 +95,7 @@ static int row_measured(char **cell, const int *ix, int ix_step, struct val_row 
 				 meas[i].name, cell[meas[i].col]);
 			return -1;
 		}
-		if (got && meas[i].dst) *meas[i].dst = v;
-		if (got && !meas[i].dst) step = v;
+		if (got) *meas[i].dst = v;
 	}
 	/* FORMAT.md defines tokens/s per GPU as global_batch_seqs·seq_len / (step time ·
 	 * num_gpus); a row that measured only the step time is scored on that */
@@ -279,6 +278,9 @@ bad:
 	return -1;
 }
 
+/* what a run that ran proves about memory: its live tensors fit (see predict) */
+static int live_fits(const struct estimate *e) { return e->live_peak_bytes <= e->capacity_bytes; }
+
 static void predict(struct val_row *r, const struct model *m, struct plan *p, FILE *explain)
 {
 	struct hw h;
@@ -295,11 +297,11 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, FI
 	 * blocks and retries before it reports out-of-memory [PyTorch CUDA caching allocator,
 	 * release_cached_blocks on a failed cudaMalloc], so the fragmentation allowance of the
 	 * reserved-pool estimate is not part of this test. */
-	if (r->rc_unknown && e.live_peak_bytes > e.capacity_bytes && !strcmp(r->status, "ok")) {
+	if (r->rc_unknown && !live_fits(&e) && !strcmp(r->status, "ok")) {
 		enum recompute modes[] = {RC_SELECTIVE, RC_FULL};
 		const char *names[] = {"selective", "full"};
 		int chosen = -1;
-		for (int i = 0; i < 2 && e.live_peak_bytes > e.capacity_bytes; i++) {
+		for (int i = 0; i < 2 && !live_fits(&e); i++) {
 			struct estimate e2;
 			p->recompute = modes[i];
 			if (plan_resolve(p, m, &h, err) || plan_validate(p, m, &h, err) || estimate_plan(m, &h, p, &e2, err))
@@ -314,7 +316,7 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, FI
 			if (at) *at = 0;
 			size_t n = strlen(r->assumed);
 			snprintf(r->assumed + n, sizeof(r->assumed) - n, "%srecompute %s (%s)%s", n && !at ? ", " : "",
-				 names[chosen], e.live_peak_bytes <= e.capacity_bytes ? "none does not fit" : "no mode fits", rest);
+				 names[chosen], live_fits(&e) ? "none does not fit" : "no mode fits", rest);
 		}
 	}
 	if (explain) {
@@ -333,10 +335,8 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, FI
 	if (!r->mem_rank0)
 		for (int i = 1; i < e.nkinds; i++)
 			if (e.kind[i].peak_bytes > k->peak_bytes) k = &e.kind[i];
-	r->pred_mem_gib = k->peak_bytes / 1073741824.0;
-	/* max_memory_allocated counts live tensors only: the estimate without the allocator's
-	 * fragmentation allowance on dynamic memory */
-	if (r->mem_allocated) r->pred_mem_gib -= (k->overhead_bytes - h.overhead_bytes) / 1073741824.0;
+	/* max_memory_allocated counts live tensors only */
+	r->pred_mem_gib = (r->mem_allocated ? k->live_bytes : k->peak_bytes) / 1073741824.0;
 	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / 1073741824.0;
 	r->pred_act_gib = k->act_bytes / 1073741824.0;
 	r->pred_logits_gib = k->logits_bytes / 1073741824.0;
@@ -364,11 +364,11 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		char *cell[MAXCOL];
 		int nc = split_tabs(line, cell, MAXCOL);
 		if (!header) {
-			for (int i = 0; i < nc; i++)
+			for (int i = 0; i < nc; i++) {
 				for (int k = 0; k < NCOLS; k++)
 					if (!strcmp(cell[i], colnames[k])) ix[k] = i;
-			for (int i = 0; i < nc; i++)
-				if (!strcmp(cell[i], "step_time_s")) ix_step = i;
+				if (!strcmp(cell[i], "step_time_s")) ix_step = i; /* optional: read if present */
+			}
 			for (int k = 0; k < NCOLS; k++)
 				if (ix[k] < 0) { rc = errf(err, "%s: header lacks column '%s' (FORMAT.md)", path, colnames[k]); goto out; }
 			header = 1;
