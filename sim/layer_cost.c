@@ -1,0 +1,338 @@
+/* layer_cost — one decoder block for one micro-batch on one rank (model.md §1–3): compute,
+ * exposed TP/CP/EP communication, activations kept, parameters held. */
+#include <math.h>
+#include <string.h>
+#include "sim/collective.h"
+#include "sim/flops.h"
+#include "sim/hw.h"
+#include "sim/layer_cost.h"
+#include "sim/model.h"
+#include "sim/plan.h"
+
+/* Shapes of one block on one rank, derived once per block kind. */
+struct dims {
+	struct layer_params lp;
+	int moe;
+	double t, T, H, E;          /* tp, tokens per micro-batch, hidden, bytes per element */
+	double sp;                  /* divisor of the replicated tensors: tp under SP, else 1 */
+	double qd, kvd;             /* query and key/value widths */
+	double kvd_t;               /* K/V width per rank (heads replicate when t > a_kv) */
+	double mlp_mult, width;     /* 3 (SwiGLU) or 2 (GeLU); dense or shared-expert width */
+	double scores;              /* elements of the s × s score matrix of one micro-batch */
+};
+
+/* Compute times the communication and recompute terms are set against. */
+struct compute {
+	double g, gflops;           /* linear layers: forward GEMM time and FLOPs */
+	double a_f, a_b, attn_flops;/* attention core */
+	double e_f, e_b;            /* element-wise traffic */
+};
+
+static double gemm_eff(const struct ectx *c, double mn)
+{
+	/* efficiency falls as the smallest GEMM dimension shrinks (tile and wave quantization):
+	 * eff = eff_max · n / (n + n_half); n_half from the profile */
+	return c->gemm_eff_max * mn / (mn + c->h->gemm_half_dim);
+}
+
+double gemm_t(const struct ectx *c, double M, double N, double K, double count)
+{
+	if (M <= 0 || N <= 0 || K <= 0) return 0;
+	double mn = M < N ? M : N;
+	if (K < mn) mn = K;
+	return count * 2.0 * M * N * K / (c->gemm_peak * gemm_eff(c, mn));
+}
+
+double elem_t(const struct ectx *c, double bytes)
+{
+	return bytes / (c->h->hbm_bw_bps * c->h->mem_eff);
+}
+
+static void dims_init(const struct ectx *c, int moe, struct dims *d)
+{
+	const struct model *m = c->m;
+	const struct plan *p = c->p;
+	layer_params(m, moe ? m->moe_dense_layers : 0, &d->lp);
+	d->moe = moe;
+	d->t = p->tp; d->T = c->T; d->H = m->hidden; d->E = c->act_bytes;
+	d->sp = (p->sp && p->tp > 1) ? d->t : 1;
+	d->qd = (double)m->heads * m->head_dim;
+	d->kvd = (double)m->kv_heads * m->head_dim;
+	d->kvd_t = d->kvd / d->t < m->head_dim ? m->head_dim : d->kvd / d->t;
+	d->mlp_mult = m->mlp == MLP_SWIGLU ? 3 : 2;
+	d->width = moe ? (double)m->moe_ffn_hidden * m->moe_shared_experts : m->ffn_hidden;
+	d->scores = (double)p->mbs * m->heads / d->t * ((double)p->seq / p->cp) * p->seq;
+}
+
+/* linear layers: forward GEMM time (backward = 2x: input grad (B) + weight grad (W)) */
+static void linear_time(const struct ectx *c, const struct dims *d, struct compute *cm)
+{
+	const struct model *m = c->m;
+	const struct plan *p = c->p;
+	double t = d->t, T = d->T, H = d->H, qd = d->qd, kvd = d->kvd, mult = d->mlp_mult, width = d->width;
+	double g = 0, gflops = 0;
+	if (m->kv_lora_rank) {
+		/* MLA: treat as one projection block of its parameter count, column-parallel */
+		g += gemm_t(c, T, d->lp.attn / H / t, H, 1);
+		gflops += 2 * T * d->lp.attn / t;
+	} else {
+		g += gemm_t(c, T, (qd + 2 * kvd) / t, H, 1) + gemm_t(c, T, H, qd / t, 1);
+		gflops += 2 * T * H * (2 * qd + 2 * kvd) / t;
+	}
+	if (width > 0) {
+		g += gemm_t(c, T, (mult - 1) * width / t, H, 1) + gemm_t(c, T, H, width / t, 1);
+		gflops += 2 * T * H * mult * width / t;
+	}
+	if (d->moe) {
+		/* routed experts: T·k token copies spread evenly over the EP group; each rank runs
+		 * E/ep local experts, each on T·k·ep/E tokens (perfect balance) */
+		double local = (double)m->moe_experts / p->ep;
+		double expert_tokens = T * m->moe_topk * p->ep / m->moe_experts;
+		double fe = m->moe_ffn_hidden / t;
+		g += local * (gemm_t(c, expert_tokens, (mult - 1) * fe, H, 1) + gemm_t(c, expert_tokens, H, fe, 1));
+		gflops += 2 * T * m->moe_topk * H * mult * m->moe_ffn_hidden / t;
+		g += gemm_t(c, T, m->moe_experts, H, 1); /* router */
+		gflops += 2 * T * H * m->moe_experts;
+	}
+	cm->g = g;
+	cm->gflops = gflops;
+}
+
+/* attention core (flash attention, causal: each query sees s/2 keys on average; with zig-zag
+ * CP every rank does the same share [L3 §3.3.2]) */
+static void attention_time(const struct ectx *c, const struct dims *d, struct compute *cm)
+{
+	const struct model *m = c->m;
+	const struct plan *p = c->p;
+	const struct hw *h = c->h;
+	double ctx = p->seq / 2.0;
+	double attn_flops = 2.0 * m->heads / d->t * d->T * ctx * (m->head_dim + (m->kv_lora_rank ? m->v_head_dim : m->head_dim));
+	double peak_attn = h->peak_bf16_flops * h->attn_eff;
+	if (p->cp > 1) {
+		/* ring attention runs the flash kernel once per ring step on a K/V block of
+		 * s/(2·cp) tokens (zig-zag halves) instead of once over the whole sequence; flash
+		 * attention's throughput falls with the key length (FlashAttention-2 §4.1, Fig. 4:
+		 * 512 → 16k tokens) like the GEMM tile curve, so the profile's half-efficiency size
+		 * scales attn_eff relative to the unsplit sequence */
+		double nh = h->gemm_half_dim, blk = p->seq / (2.0 * p->cp), full = p->seq;
+		peak_attn *= (blk / (blk + nh)) / (full / (full + nh));
+	}
+	double a_f = attn_flops / peak_attn;
+	/* flash backward: 5 GEMMs of the forward's 2 [FlashAttention-2 §3], run at about three
+	 * quarters of the forward's throughput (dQ/dK/dV accumulation, the recomputed scores):
+	 * flash_attn 2 at head dim 128 measured 151 vs 99 TFLOP/s causal and 169 vs 125
+	 * non-causal, forward vs backward (apache/tvm tl_doc/flash_perf.md, RTX 4090); 81 vs 63
+	 * at head dim 64 on an RTX A5000 (flash-attention benchmark_flash_attention.py run) */
+	double a_b = 2.5 / 0.75 * a_f;
+	/* unfused attention (Megatron before --use-flash-attn): QK^T and PV are batched GEMMs over
+	 * the whole s x s matrix, the causal mask applied afterwards, so nothing is skipped; the
+	 * scores pass through HBM: fused scale-mask-softmax reads and writes them (2+2 bytes per
+	 * element), dropout reads them and writes them and a 1-byte mask (5); backward: dropout
+	 * (2+1+2) and softmax backward (2+2+2) [KOR §4.1 counts the same tensors: 5as²b] */
+	if (!p->flash_attn) {
+		int dv = m->kv_lora_rank ? m->v_head_dim : m->head_dim;
+		double bh = (double)p->mbs * m->heads / d->t, sq = (double)p->seq / p->cp;
+		/* each batched GEMM has one s x s operand or result in HBM (2 bytes per element);
+		 * at K = head_dim its arithmetic intensity (~head_dim flop/byte) sits near the ridge,
+		 * so it costs the larger of its flops at GEMM efficiency and that traffic */
+		double peak = c->gemm_peak * c->gemm_eff_max;
+		double gqk = fmax(2 * bh * sq * p->seq * m->head_dim / peak, elem_t(c, 2 * d->scores));
+		double gpv = fmax(2 * bh * sq * p->seq * dv / peak, elem_t(c, 2 * d->scores));
+		a_f = gqk + gpv + elem_t(c, 9 * d->scores);
+		a_b = 2 * (gqk + gpv) + elem_t(c, 11 * d->scores);
+	}
+	cm->a_f = a_f;
+	cm->a_b = a_b;
+	cm->attn_flops = attn_flops;
+}
+
+/* element-wise traffic per token (derived): norms, residuals, rope, activation function;
+ * replicated tensors are split only under SP */
+static void elementwise_time(const struct ectx *c, const struct dims *d, struct compute *cm)
+{
+	const struct model *m = c->m;
+	double t = d->t, T = d->T, H = d->H, E = d->E, qd = d->qd, kvd = d->kvd, mult = d->mlp_mult, width = d->width;
+	double ew = E * (12 * H / d->sp + 4 * (qd + 2 * kvd) / t + 3 * (d->moe ? m->moe_topk * (double)m->moe_ffn_hidden : width) / t);
+	double e_f = elem_t(c, T * ew), e_b = 2 * e_f;
+	/* FP8 with dynamic (per-tensor) scaling, as torchao Float8Linear and TE run it: every
+	 * GEMM operand is cast to FP8 first, an amax pass (read 2 bytes) then the cast (read 2,
+	 * write 1) = 5 bytes per element of each input and weight in forward and of each output
+	 * gradient in backward, and the transposed FP8 copies the weight-gradient and
+	 * input-gradient GEMMs need (read 1, write 1) of the input and weight [torchao float8
+	 * README: casts are why the end-to-end gain stays well under 2x] */
+	if (c->p->precision == PREC_FP8) {
+		double fe = d->moe ? m->moe_ffn_hidden * (double)m->moe_topk + width : width;
+		double in = H + qd / t + H + fe / t, out = (qd + 2 * kvd) / t + H + (mult - 1) * fe / t + H;
+		double wts = (d->lp.attn + d->lp.mlp) / t + d->lp.experts / (c->p->ep * t);
+		e_f += elem_t(c, T * 5 * in + 5 * wts);
+		e_b += elem_t(c, T * (5 * out + 2 * in) + 2 * wts);
+	}
+	cm->e_f = e_f;
+	cm->e_b = e_b;
+}
+
+/* the block's forward, backward and recompute times and FLOPs */
+static void compute_cost(const struct ectx *c, const struct dims *d, struct compute *cm, struct layer_cost *lc)
+{
+	linear_time(c, d, cm);
+	attention_time(c, d, cm);
+	elementwise_time(c, d, cm);
+	double ko = c->h->kernel_overhead_s, g = cm->g;
+	lc->f = g + cm->a_f + cm->e_f + ko;
+	lc->w = g;
+	lc->b = g + cm->a_b + cm->e_b + 2 * ko;
+	lc->model_flops = 3 * cm->gflops + 3 * cm->attn_flops;
+	lc->hw_flops = lc->model_flops;
+	switch (c->p->recompute) {
+	case RC_FULL:
+		lc->rc = lc->f;
+		lc->hw_flops += cm->gflops + cm->attn_flops;
+		break;
+	case RC_SELECTIVE:
+		lc->rc = cm->a_f; /* core attention recomputed [KOR §5] */
+		lc->hw_flops += cm->attn_flops;
+		break;
+	case RC_OP:
+		/* torchtitan's per-op policy keeps every other matmul output and the attention
+		 * output (torchtitan _save_list / _custom_policy: "save all compute ops except every
+		 * second mm"), so the backward re-runs half the linear forward and the element-wise
+		 * ops between them, not the attention */
+		lc->rc = 0.5 * g + cm->e_f + ko;
+		lc->hw_flops += 0.5 * cm->gflops;
+		break;
+	default:
+		break;
+	}
+}
+
+/* TP/SP: 2 all-reduces (or all-gather + reduce-scatter pairs) per block forward and 2
+ * backward, each of the full activation b·s·h [MEG §3.2; KOR §4.2.2]; a recomputed forward
+ * repeats the forward's 2 (added per block in estimate.c) */
+static void tp_cost(const struct ectx *c, const struct dims *d, double g, struct layer_cost *lc)
+{
+	const struct plan *p = c->p;
+	if (p->tp <= 1) return;
+	double t = d->t, S = d->E * d->T * d->H;
+	double ar = coll_time(c->h, COLL_ALLREDUCE, S, p->tp, c->tp_nodes);
+	double cf = 2 * ar, cb = 2 * ar;
+	if (!p->overlap_tp_comm) {
+		lc->tp_f = cf;
+		lc->tp_b = cb;
+		return;
+	}
+	/* overlapped TP (Megatron TE userbuffers, PyTorch async-TP) splits each collective into
+	 * t chunks pipelined with the chunks of its GEMM: the first chunk is exposed, the rest
+	 * hides behind the GEMM as far as the GEMM lasts (a forward collective pairs with the
+	 * forward GEMMs, a backward one with B and W), and what overlaps costs 10 % of its
+	 * length in SM and memory contention (as for ZeRO-3 in estimate.c) */
+	double hf = fmin(cf * (1 - 1 / t), 0.9 * g), hb = fmin(cb * (1 - 1 / t), 0.9 * 2 * g);
+	lc->tp_f = cf - 0.9 * hf;
+	lc->tp_b = cb - 0.9 * hb;
+}
+
+/* CP ring attention: c−1 K/V chunks pass each rank in forward, K,V + dK,dV in backward,
+ * overlapped with the blockwise attention [PICO cp; model.md §3.2] */
+static void cp_cost(const struct ectx *c, const struct dims *d, const struct compute *cm, struct layer_cost *lc)
+{
+	const struct plan *p = c->p;
+	const struct hw *h = c->h;
+	if (p->cp <= 1) return;
+	/* every ring step waits on its P2P exchange before the next block's attention may start
+	 * [Ring Attention (Liu et al. 2023) §3, Alg. 1; PyTorch _templated_ring_attention waits
+	 * per rotation]: the fixed cost of each of the c−1 steps (launch, handshake) is exposed
+	 * in forward and again in backward; only the transfer hides behind the block */
+	double kv = d->E * 2 * d->T * d->kvd_t, steps = p->cp - 1;
+	double lat = c->cp_nodes > 1 ? h->inter_lat_s : h->intra_lat_s;
+	double xfer = coll_time(h, COLL_SENDRECV, kv, 2, c->cp_nodes) - lat;
+	lc->cp_f = steps * lat + fmax(0, steps * xfer - cm->a_f * steps / p->cp);
+	lc->cp_b = steps * lat + fmax(0, 2 * steps * xfer - cm->a_b * steps / p->cp);
+}
+
+/* EP: all-to-all dispatch and combine, twice each way [model.md §3.2] */
+static void ep_cost(const struct ectx *c, const struct dims *d, struct layer_cost *lc)
+{
+	const struct model *m = c->m;
+	const struct plan *p = c->p;
+	const struct hw *h = c->h;
+	if (!d->moe || p->ep <= 1) return;
+	double tok = d->E * d->T * d->H / d->sp; /* one copy of the tokens */
+	/* a token goes once to each rank holding at least one of its top-k experts (DeepEP and
+	 * Megatron's flex dispatcher send per destination rank, not per expert): with E/ep
+	 * experts per rank and k distinct experts drawn uniformly, a rank receives it with
+	 * probability 1 − C(E − E/ep, k)/C(E, k) */
+	double none = 1, ne = m->moe_experts, per = ne / p->ep;
+	for (int i = 0; i < m->moe_topk && i < ne; i++) none *= fmax(0, ne - per - i) / (ne - i);
+	double dest = p->ep * (1 - none); /* distinct destination ranks per token, self included */
+	double a2a;
+	if (c->ep_nodes > 1) {
+		/* hierarchical dispatch: a token crosses the NIC tier once per distinct remote node
+		 * among its top-k experts and fans out to the experts there over NVLink (DeepEP
+		 * internode kernels; DeepSeek-V3 §3.2.2). With balanced routing over k nodes a
+		 * token reaches (k−1)(1 − (1 − 1/k)^topk) remote nodes, against topk·(k−1)/k
+		 * remote copies for a flat all-to-all. */
+		double kn = c->ep_nodes, topk = m->moe_topk;
+		double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
+		a2a = h->inter_lat_s + tok * (remote / (h->inter_bw_bps * h->comm_eff) +
+					     dest / kn / (h->intra_bw_bps * h->comm_eff));
+	} else {
+		a2a = coll_time(h, COLL_ALLTOALL, tok * dest, p->ep, 1);
+	}
+	double expose = (p->schedule == SCHED_DUALPIPE || p->schedule == SCHED_DUALPIPEV) ? 0.1 : 1.0;
+	lc->ep_f = 2 * a2a * expose;
+	lc->ep_b = 2 * a2a * expose;
+}
+
+/* activations kept per block (model.md §2.2, Llama-style generalisation with flash attention:
+ * no s² term) and parameters held */
+static void memory_cost(const struct ectx *c, const struct dims *d, struct layer_cost *lc)
+{
+	const struct model *m = c->m;
+	const struct plan *p = c->p;
+	double t = d->t, T = d->T, H = d->H, E = d->E, sp = d->sp, qd = d->qd, kvd_t = d->kvd_t;
+	double mult = d->mlp_mult, width = d->width;
+	double act = E * T * (2 * H / sp        /* norm 1 input */
+			      + 2 * H / sp      /* QKV input (stored sharded under SP) */
+			      + (qd + 2 * kvd_t * t) / t /* q, k, v */
+			      + qd / t          /* attention output = O input */
+			      + 2 * H / sp      /* norm 2 input, MLP input */
+			      ) + (p->flash_attn ? 4.0 * T * m->heads / t /* softmax statistics, fp32 */
+				   : p->recompute == RC_SELECTIVE ? 0 /* recomputed [KOR §5] */
+				   : 5 * d->scores); /* scores, softmax output, dropout mask [KOR eq. 2] */
+	double a_lin = E * T * (H / sp + qd / t + H / sp); /* inputs of QKV, O, FC1 */
+	if (width > 0) {
+		act += E * T * (mult * width / t);
+		a_lin += E * T * width / t;
+	}
+	if (d->moe) {
+		double tok = T * m->moe_topk;
+		act += E * tok * (2 * H + mult * m->moe_ffn_hidden / t) + 4.0 * T * m->moe_experts;
+		a_lin += E * tok * (H + m->moe_ffn_hidden / t);
+	}
+	lc->act_full = act;
+	lc->act_w = a_lin;
+	lc->act_ckpt = E * T * H / sp;
+	/* per-op checkpointing keeps the block input, the attention output with its statistics,
+	 * and half of the matmul outputs (q, k, v, O, the MLP's up/gate and down; experts alike) */
+	double mm_out = E * T * ((qd + 2 * kvd_t * t) / t + H / sp + (mult - 1) * width / t + H / sp);
+	if (d->moe) mm_out += E * T * m->moe_topk * ((mult - 1) * m->moe_ffn_hidden / t + H);
+	lc->act_op = lc->act_ckpt + E * T * qd / t + 4.0 * T * m->heads / t + 0.5 * mm_out;
+
+	/* parameters held: TP-sharded projections, replicated norms/router, experts over EP */
+	const struct layer_params *lp = &d->lp;
+	lc->params = (lp->attn + lp->mlp + lp->bias) / t + lp->norms + lp->router + lp->experts / (p->ep * t);
+	lc->params_expert = lp->experts / (p->ep * t);
+	lc->params_dense_grad = lc->params - lc->params_expert;
+}
+
+void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
+{
+	struct dims d;
+	struct compute cm;
+	memset(lc, 0, sizeof(*lc));
+	dims_init(c, moe, &d);
+	compute_cost(c, &d, &cm, lc);
+	tp_cost(c, &d, cm.g, lc);
+	cp_cost(c, &d, &cm, lc);
+	ep_cost(c, &d, lc);
+	memory_cost(c, &d, lc);
+}

@@ -1,0 +1,54 @@
+/* layer_cost — the cost of one decoder block for one micro-batch on one rank: compute from a
+ * roofline with shape-dependent GEMM efficiency, the TP/SP, CP and EP communication it
+ * exposes, the activations it keeps for backward and the parameters it holds. The rest of
+ * the analytical model (estimate.c) sums these per pipeline rank; this header is shared by
+ * the two files only.
+ *
+ * Units: seconds, bytes, FLOP. */
+#ifndef SCALEPLAN_LAYER_COST_H
+#define SCALEPLAN_LAYER_COST_H
+
+struct model;
+struct hw;
+struct plan;
+
+/* Everything derived once from (model, hw, plan). */
+struct ectx {
+	const struct model *m;
+	const struct hw *h;
+	const struct plan *p;
+	int mb;                     /* micro-batches per pipeline */
+	double T;                   /* tokens per micro-batch on one rank's sequence shard: b*s/cp */
+	double gemm_peak;           /* FLOP/s of the linear layers' GEMMs (bf16 or fp8) */
+	double gemm_eff_max;        /* their best achievable fraction of it (MAMF) */
+	int tp_nodes, cp_nodes, dpcp_nodes, ep_nodes, edp_nodes, pp_cross;
+	int dpcp_ring_nodes;        /* nodes the dp*cp ring really crosses (ring step latency) */
+	int dpcp, edp;              /* sizes of the dense and expert gradient groups */
+	double act_bytes;           /* bytes per activation element: 2 (bf16/fp8 runs) or 4 (fp32) */
+};
+
+/* Cost of one decoder block for one micro-batch on one rank. Times in seconds. */
+struct layer_cost {
+	double f, b, w;             /* compute: forward, input-gradient backward, weight-gradient */
+	double rc;                  /* recompute added to the backward (per the plan's mode) */
+	double tp_f, tp_b;          /* exposed TP/SP communication, forward and backward */
+	double cp_f, cp_b;          /* exposed CP communication */
+	double ep_f, ep_b;          /* exposed EP all-to-all */
+	double hw_flops, model_flops;
+	double act_full;            /* bytes kept for backward without recompute */
+	double act_w;               /* bytes still needed by W after B (linear inputs) */
+	double act_ckpt;            /* bytes kept under full recompute (the block input) */
+	double act_op;              /* bytes kept under per-op checkpointing (RC_OP) */
+	double params;              /* parameters held by this rank for this block */
+	double params_dense_grad;   /* of which reduced over the dp*cp group */
+	double params_expert;       /* of which reduced over the expert-DP group */
+};
+
+/* time of `count` GEMMs (M×K)·(K×N) at the plan's precision */
+double gemm_t(const struct ectx *c, double M, double N, double K, double count);
+/* time of moving `bytes` through HBM (element-wise kernels) */
+double elem_t(const struct ectx *c, double bytes);
+/* a dense block (moe = 0) or an MoE block (moe = 1) */
+void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc);
+
+#endif
