@@ -41,7 +41,7 @@ static const struct plan_key plan_keys[] = {
 	{"seq", K_INT, OFF(seq), 1, 1 << 24, "sequence length, tokens"},
 	{"schedule", K_SCHED, OFF(schedule), 0, 0, "afab|1f1b|interleaved|zb-h1|zb-h2|zb-v|dualpipe|dualpipev|none"},
 	{"order", K_STR, OFF(order), 0, 0, "rank order innermost first, e.g. tp-cp-dp-pp"},
-	{"precision", K_PREC, OFF(precision), 0, 0, "bf16|fp8|fp32"},
+	{"precision", K_PREC, OFF(precision), 0, 0, "bf16|fp16|fp8|fp32"},
 	{"fp32_grads", K_BOOL, OFF(fp32_grads), 0, 1, "fp32 gradient accumulation buffer"},
 	{"overlap_grad_reduce", K_BOOL, OFF(overlap_grad_reduce), 0, 1, "overlap DP gradient reduction with backward"},
 	{"overlap_param_gather", K_BOOL, OFF(overlap_param_gather), 0, 1, "overlap ZeRO parameter gathers with compute"},
@@ -55,11 +55,11 @@ static const char *const sched_names[SCHED_COUNT] = {
 	"none", "afab", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"};
 static const char *const rc_names[] = {"none", "selective", "full", "op"};
 #define NRC (sizeof(rc_names) / sizeof(rc_names[0]))
-static const char *const prec_names[] = {"bf16", "fp8", "fp32"};
+static const char *const prec_names[PREC_COUNT] = {"bf16", "fp8", "fp32", "fp16"};
 
 const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_names[s] : "?"; }
 const char *recompute_name(enum recompute r) { return (size_t)r < NRC ? rc_names[r] : "?"; }
-const char *precision_name(enum precision pr) { return pr <= PREC_FP32 ? prec_names[pr] : "?"; }
+const char *precision_name(enum precision pr) { return (unsigned)pr < PREC_COUNT ? prec_names[pr] : "?"; }
 
 int schedule_from_name(const char *name, enum schedule *s)
 {
@@ -182,9 +182,9 @@ int plan_set(struct plan *p, const char *key, const char *val, char *err)
 			if (!strcmp(val, rc_names[i])) { p->recompute = (enum recompute)i; return 0; }
 		return errf(err, "plan: recompute: '%s' is not none, selective, full or op", val);
 	case K_PREC:
-		for (int i = 0; i <= PREC_FP32; i++)
+		for (int i = 0; i < PREC_COUNT; i++)
 			if (!strcmp(val, prec_names[i])) { p->precision = (enum precision)i; return 0; }
-		return errf(err, "plan: precision: '%s' is not bf16, fp8 or fp32", val);
+		return errf(err, "plan: precision: '%s' is not bf16, fp16, fp8 or fp32", val);
 	case K_SPLIT:
 		return parse_split(p, val, err);
 	}

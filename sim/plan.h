@@ -21,7 +21,9 @@ enum schedule {
 /* selective: Megatron's attention-core recompute [KOR §5]; op: torchtitan's per-op selective
  * checkpointing (saves every other matmul output and the attention output, recomputes the rest) */
 enum recompute { RC_NONE, RC_SELECTIVE, RC_FULL, RC_OP };
-enum precision { PREC_BF16, PREC_FP8, PREC_FP32 };
+/* fp16: with loss scaling, as Megatron-LM --fp16 and DeepSpeed run it; on these GPUs it runs at
+ * the bf16 tensor-core peak with 2-byte tensors, so the model prices it as bf16 */
+enum precision { PREC_BF16, PREC_FP8, PREC_FP32, PREC_FP16, PREC_COUNT };
 
 #define PLAN_MAX_STAGES 512
 #define PLAN_NAME_LEN 256

@@ -248,14 +248,8 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		add_assumed(r, p->vpp > 1 ? "schedule interleaved" : "schedule 1f1b");
 		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
 	}
-	c = cell[ix[C_PREC]];
-	if (*c && strcmp(c, "bf16") && strcmp(c, "fp16") && strcmp(c, "fp8") && strcmp(c, "fp32")) {
-		snprintf(err, ERR_LEN, "precision: '%.20s' is not bf16, fp16, fp8 or fp32", c);
-		goto bad;
-	}
-	/* fp16 with loss scaling runs at the bf16 tensor-core peak (FORMAT.md) */
-	p->precision = !strcmp(c, "fp8") ? PREC_FP8 : !strcmp(c, "fp32") ? PREC_FP32 : PREC_BF16;
-	if (!*c) add_assumed(r, "precision bf16");
+	if (*(c = cell[ix[C_PREC]])) { if (plan_set(p, "precision", c, err)) goto bad; }
+	else add_assumed(r, "precision bf16");
 	notes_overlaps(cell[ix[C_NOTES]], p);
 	/* FlashAttention appeared in May 2022 and reached Megatron-LM (--use-flash-attn) and
 	 * DeepSpeed in 2023; a run published in 2022 or before, whose notes do not say flash,

@@ -395,6 +395,21 @@ static void test_fp8_casts(const struct model *m8, const struct hw *h0)
 	CHECK_REL(eb.kind[0].t_w / e8.kind[0].t_w, (1979 * 0.709) / (989 * 0.803), 1e-6, "FP8 GEMMs at the FP8 MAMF");
 }
 
+/* fp16 with loss scaling runs on the same tensor cores at the same dense peak as bf16 (H100:
+ * 989 TFLOP/s for both, ecosystem.md 1.1) with 2-byte tensors, so a plan's step time and memory
+ * do not change with the switch; fp32 (half the peak in this model, 4-byte tensors) does */
+static void test_fp16_as_bf16(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate eb, e16, e32;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "32", "precision", "bf16"), &p, &eb)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "32", "precision", "fp16"), &p, &e16)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "32", "precision", "fp32"), &p, &e32)) return;
+	CHECK(e16.step_time_s == eb.step_time_s && e16.peak_mem_bytes == eb.peak_mem_bytes,
+	      "fp16 priced as bf16: %g s vs %g s", e16.step_time_s, eb.step_time_s);
+	CHECK(e32.step_time_s > 1.5 * eb.step_time_s, "fp32 slower than bf16 (the test can tell them apart)");
+}
+
 /* Overlapped TP splits each collective into t chunks pipelined with its GEMM: when the GEMM
  * outlasts the collective, all but the first chunk hide and the hidden part costs 10 %, so the
  * exposed share is 1 − 0.9·(t−1)/t = 0.2125 at t = 8. GPT-3 at t 8, seq 2048 on a
@@ -474,6 +489,7 @@ int main(void)
 	test_zero3_per_block(&m8, &h);
 	test_unfused_attention(&gpt3, &h);
 	test_fp8_casts(&m8, &h);
+	test_fp16_as_bf16(&m8, &h);
 	test_tp_overlap(&gpt3, &h);
 	test_recompute_comm(&gpt3, &h);
 	test_recompute_op(&m8, &h);

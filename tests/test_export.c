@@ -169,6 +169,31 @@ static void test_deepspeed(void)
 	free(out);
 }
 
+/* fp16 (with loss scaling): Megatron-LM --fp16 (arguments.py), DeepSpeed "fp16" with
+ * loss_scale 0 = dynamic (config-json.md); nanotron and torchtitan have no loss scaler, so
+ * each says so and writes bfloat16 */
+static void test_fp16(void)
+{
+	const char *kv[] = {"gpus", "64", "tp", "8", "gbs", "64", "seq", "4096", "precision", "fp16", NULL};
+	int notes;
+	char *out = run_export(kv, EXPORT_MEGATRON, &notes);
+	CHECK(out && (has_line(out, "--fp16") || has_line(out, "--fp16 \\")) && !strstr(out, "--bf16"),
+	      "megatron: --fp16, no --bf16");
+	free(out);
+	out = run_export(kv, EXPORT_DEEPSPEED, &notes);
+	CHECK(out && strstr(out, "\"fp16\": {\"enabled\": true, \"loss_scale\": 0}") && !strstr(out, "\"bf16\""),
+	      "deepspeed: fp16 block with dynamic loss scale, no bf16 block");
+	free(out);
+	out = run_export(kv, EXPORT_NANOTRON, &notes);
+	CHECK(out && strstr(out, "# no equivalent: fp16 precision; bfloat16 is written") && has_line(out, "  dtype: bfloat16"),
+	      "nanotron: fp16 noted, bfloat16 written");
+	free(out);
+	out = run_export(kv, EXPORT_TORCHTITAN, &notes);
+	CHECK(out && strstr(out, "fp16 here; torchtitan has no loss scaler") && has_line(out, "mixed_precision_param = \"bfloat16\""),
+	      "torchtitan: fp16 noted, bfloat16 written");
+	free(out);
+}
+
 int main(void)
 {
 	enum export_format f;
@@ -179,5 +204,6 @@ int main(void)
 	test_nanotron();
 	test_torchtitan();
 	test_deepspeed();
+	test_fp16();
 	return test_summary("test_export");
 }

@@ -50,7 +50,8 @@ static void test_validator(void)
 	CHECK(plan_set(&p, "frobnicate", "1", err) && strstr(err, "unknown key 'frobnicate'"), "unknown key: %s", err);
 	CHECK(plan_from_json("{\"tp\": 8,", &p, err) && strstr(err, "malformed JSON"), "malformed json: %s", err);
 	CHECK(plan_from_json("{\"tp\": 2.5}", &p, err) && strstr(err, "not an integer"), "fractional tp: %s", err);
-	CHECK(plan_from_json("{\"tp\": 4, \"sp\": true, \"schedule\": \"zb-h1\"}", &p, err) == 0 && p.tp == 4 && p.sp == 1 && p.schedule == SCHED_ZBH1, "json plan: %s", err);
+	CHECK(plan_from_json("{\"tp\": 4, \"sp\": true, \"schedule\": \"zb-h1\", \"precision\": \"fp16\"}", &p, err) == 0 && p.tp == 4 && p.sp == 1 && p.schedule == SCHED_ZBH1 && p.precision == PREC_FP16, "json plan: %s", err);
+	CHECK(plan_set(&p, "precision", "fp4", err) && !strcmp(err, "plan: precision: 'fp4' is not bf16, fp16, fp8 or fp32"), "precision fp4: %s", err);
 	/* round trip */
 	char *js = plan_to_json(&p);
 	struct plan q;

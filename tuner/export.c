@@ -220,6 +220,8 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 		fprintf(o->f, "--fp8-format hybrid \\\n--fp8-amax-history-len 1024 \\\n--fp8-amax-compute-algo max \\\n");
 	} else if (p->precision == PREC_BF16) {
 		flag0(o, "--bf16");
+	} else if (p->precision == PREC_FP16) {
+		flag0(o, "--fp16"); /* dynamic loss scaling unless --loss-scale is given */
 	}
 	if (!p->fp32_grads && p->precision != PREC_FP32)
 		noeq(o, "fp32_grads off; Megatron-LM keeps fp32 main gradients with --bf16");
@@ -283,7 +285,8 @@ static void export_nanotron(struct out *o, const struct plan *p, const struct mo
 	if (p->zero > 1) noeq(o, "ZeRO-%d; nanotron's zero_stage is 0 or 1, 1 is written", p->zero);
 	fprintf(f, "optimizer:\n  zero_stage: %d\n", zs);
 	fprintf(f, "model:\n  dtype: %s\n", p->precision == PREC_FP32 ? "float32" : "bfloat16");
-	if (p->precision == PREC_FP8) noeq(o, "fp8 precision; bfloat16 is written");
+	if (p->precision == PREC_FP8 || p->precision == PREC_FP16)
+		noeq(o, "%s precision; bfloat16 is written", precision_name(p->precision));
 	if (m) {
 		fprintf(f, "  model_config:\n    num_hidden_layers: %d\n    hidden_size: %d\n    intermediate_size: %d\n"
 			"    num_attention_heads: %d\n    num_key_value_heads: %d\n    vocab_size: %d\n"
@@ -352,6 +355,7 @@ static void export_torchtitan(struct out *o, const struct plan *p, const struct 
 		noeq(o, "uneven layer split %s; pipeline_parallel_layers_per_stage needs one count", buf);
 	}
 	if (p->precision == PREC_FP8) noeq(o, "fp8 here; enable torchtitan's float8 converter separately");
+	if (p->precision == PREC_FP16) noeq(o, "fp16 here; torchtitan has no loss scaler, bfloat16 is written");
 	if (strcmp(p->order, "tp-cp-dp-pp")) noeq(o, "rank order %s; torchtitan builds its own device mesh", p->order);
 	fprintf(f, "[parallelism]\n");
 	fprintf(f, "data_parallel_replicate_degree = %d\n", t.replicate);
@@ -415,7 +419,10 @@ static void export_deepspeed(struct out *o, const struct plan *p, const struct m
 	fprintf(f, "  \"train_batch_size\": %d,\n", p->gbs);
 	fprintf(f, "  \"train_micro_batch_size_per_gpu\": %d,\n", p->mbs);
 	fprintf(f, "  \"gradient_accumulation_steps\": %d,\n", accumulation(p));
-	if (p->precision != PREC_FP32) fprintf(f, "  \"bf16\": {\"enabled\": true},\n");
+	if (p->precision == PREC_FP16) /* loss_scale 0: dynamic */
+		fprintf(f, "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0},\n");
+	else if (p->precision != PREC_FP32)
+		fprintf(f, "  \"bf16\": {\"enabled\": true},\n");
 	fprintf(f, "  \"zero_optimization\": {\n    \"stage\": %d,\n    \"overlap_comm\": %s,\n"
 		"    \"contiguous_gradients\": true,\n    \"reduce_scatter\": true\n  }",
 		p->zero, p->overlap_grad_reduce ? "true" : "false");

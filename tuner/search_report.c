@@ -405,7 +405,7 @@ static void report_inputs(const struct search_req *rq, FILE *f, int html)
 	fprintf(f, "%ssequence %d tokens, global batch %d sequences (%.2fM tokens), objective %s, top %d%s", li, rq->seq,
 		rq->gbs, (double)rq->gbs * rq->seq / 1048576.0, objective_name(rq->objective), rq->top, end);
 	fprintf(f, "%sprecision %s, overlap: grad reduce %s, param gather %s, tp comm %s%s", li,
-		rq->base.precision == PREC_FP8 ? "fp8" : rq->base.precision == PREC_FP32 ? "fp32" : "bf16",
+		precision_name(rq->base.precision),
 		rq->base.overlap_grad_reduce ? "on" : "off", rq->base.overlap_param_gather ? "on" : "off",
 		rq->base.overlap_tp_comm ? "on" : "off", end);
 	fprintf(f, "%spinned:", li);
