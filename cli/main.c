@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "kernels/cpu.h"
 
 static const struct verb verbs[] = {
 	{"sim", cmd_sim, "simulate one plan: memory and time per rank kind"},
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
 		printf("scaleplan 0.1\n");
 		return EXIT_OK;
 	}
+	if (!strcmp(argv[1], "run")) /* the one verb that runs GEMMs */
+		blas_arch_fix(argv);
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(argv[1], verbs[i].name))
 			return verbs[i].run(argc - 1, argv + 1);

@@ -167,6 +167,20 @@ void grad_sumsq(float *sumsq /* (1), += */, const float *g, size_t n);
 float grad_clip_factor(float sumsq, float max_norm);
 void grad_scale(float *g, size_t n, float factor);
 
+/* ---- BLAS kernel choice (blas_arch.c) ------------------------------------------------- */
+/* Call first in main() of a program that trains: when OPENBLAS_CORETYPE is unset and
+ * OpenBLAS picked kernels without AVX2 on a CPU that has AVX2/AVX-512 (an unknown CPU model
+ * falls back to Prescott), sets it from the CPU's features and re-executes the program with
+ * the same argv; returns only when nothing needs fixing or the exec failed. */
+void blas_arch_fix(char **argv);
+/* The OpenBLAS core type for these features: Cooperlake (AVX-512 + BF16), SkylakeX
+ * (AVX-512 F/BW/VL/DQ), Haswell (AVX2 + FMA), or NULL. */
+const char *blas_core_for(int avx2_fma, int avx512, int avx512_bf16);
+/* blas_core_for() of this CPU's features (NULL off x86-64). */
+const char *blas_core_wanted(void);
+/* Whether an OpenBLAS core name (openblas_get_corename()) runs AVX2 or wider kernels. */
+int blas_core_has_avx2(const char *core);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
  * functional of the forward's output (L = Σ out ⊙ R, summed in double), attention against a
  * naive O(T²) reference in double, cross-entropy, AdamW, RoPE and the MoE router against
  * independent facts and hand-computed numbers. */
+#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -584,8 +585,32 @@ static void test_checker_fails(void)
 	free(s.inp); free(s.w); free(s.out); free(s.R); free(dinp);
 }
 
-int main(void)
+/* OpenBLAS core choice: the feature -> core table (OpenBLAS 0.3.21 core names, each needing
+ * the named instructions: driver/others/dynamic.c), and the kernels really in use after
+ * main() ran blas_arch_fix: AVX2 or wider whenever this CPU has AVX2 (unless the user chose
+ * another core type through OPENBLAS_CORETYPE) */
+static void test_blas_core(void)
 {
+	const char *c = blas_core_for(1, 1, 1);
+	CHECK(c && !strcmp(c, "Cooperlake"), "AVX-512 with BF16: Cooperlake");
+	c = blas_core_for(1, 1, 0);
+	CHECK(c && !strcmp(c, "SkylakeX"), "AVX-512: SkylakeX");
+	c = blas_core_for(1, 0, 0);
+	CHECK(c && !strcmp(c, "Haswell"), "AVX2 + FMA: Haswell");
+	CHECK(blas_core_for(0, 0, 0) == NULL, "no AVX2: leave OpenBLAS's choice");
+	CHECK(!blas_core_has_avx2("Prescott") && !blas_core_has_avx2("Sandybridge") && blas_core_has_avx2("SkylakeX"),
+	      "which core names run AVX2 kernels");
+	const char *want = blas_core_wanted(), *set = getenv("OPENBLAS_CORETYPE");
+	if (want && (!set || !strcmp(set, want)))
+		CHECK(blas_core_has_avx2(openblas_get_corename()), "OpenBLAS runs %s kernels on a CPU with %s features",
+		      openblas_get_corename(), want);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	blas_arch_fix(argv);
+	test_blas_core();
 	test_linear();
 	test_embedding();
 	test_rmsnorm();
