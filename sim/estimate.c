@@ -397,8 +397,8 @@ static double step_span(const struct ectx *c, const struct rank_work *w, int np,
 }
 
 /* memory and time of pipeline rank r; *tail is its DP communication left exposed after the
- * pipeline drains */
-static void rank_kind(const struct ectx *c, int r, const struct rank_work *w, double span,
+ * pipeline drains. Returns the rank's busy time per step (its ops, communication inside them) */
+static double rank_kind(const struct ectx *c, int r, const struct rank_work *w, double span,
 		      double pp_exposed, double t_p2p, struct rank_est *k, double *tail)
 {
 	const struct plan *p = c->p;
@@ -426,6 +426,7 @@ static void rank_kind(const struct ectx *c, int r, const struct rank_work *w, do
 	k->step_s = span + *tail + k->optimizer_s + k->overhead_s;
 	k->t_f = w->F; k->t_b = w->B; k->t_w = w->W; k->t_p2p = t_p2p;
 	k->ranks = p->gpus / p->pp;
+	return busy;
 }
 
 /* kinds: first stage, last stage, and the middle stage with the highest peak memory standing
@@ -525,8 +526,7 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 	for (int i = 0; i < np; i++) {
 		struct rank_est k;
 		double tail;
-		rank_kind(&c, sample[i], &w[i], span, pp_exposed, t_p2p, &k, &tail);
-		double busy = c.mb * (w[i].F + w[i].B + w[i].W);
+		double busy = rank_kind(&c, sample[i], &w[i], span, pp_exposed, t_p2p, &k, &tail);
 		if (tail > tail_max) tail_max = tail;
 		if (k.optimizer_s > opt_max) opt_max = k.optimizer_s;
 		if (busy < ideal_min) ideal_min = busy;

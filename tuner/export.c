@@ -224,7 +224,7 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 		flag0(o, "--fp16"); /* dynamic loss scaling unless --loss-scale is given */
 	}
 	if (!p->fp32_grads && p->precision != PREC_FP32)
-		noeq(o, "fp32_grads off; Megatron-LM keeps fp32 main gradients with --bf16");
+		noeq(o, "fp32_grads off; Megatron-LM keeps fp32 main gradients with --bf16 and --fp16");
 	if (strcmp(p->order, "tp-cp-dp-pp"))
 		noeq(o, "rank order %s; Megatron-LM's order is tp-cp-ep-dp-pp", p->order);
 }

@@ -201,7 +201,7 @@ json_check "$TMP/out" 'abs(d["results"][0]["meas_tokens_per_s_per_gpu"] - 16384)
 # a measured number that is not a plain decimal (FORMAT.md: no sign, exponent, inf or nan), an
 # unknown status or precision, no GPU count or node size
 bad_row() { # name, column index (0-based in HEADER), value, expected reason
-	local i cells=(T9 test "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 1 1 none none bf16 ok 9000 "" 60 reserved "" "" "" high "test row")
+	local cells=(T9 test "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 1 1 none none bf16 ok 9000 "" 60 reserved "" "" "" high "test row")
 	cells[$2]=$3
 	{ tsv_row "${HEADER[@]}"; tsv_row "${cells[@]}"; } >"$TMP/bad-$1.tsv"
 	expect_rc 0 "$SP" validate "$TMP/bad-$1.tsv" --json
