@@ -16,7 +16,9 @@ int cmd_validate(int argc, char **argv)
 			       "Predicts every row of a measured-run file (shared/validation/FORMAT.md) and prints\n"
 			       "predicted vs measured tokens/s per GPU and memory, then throughput MAPE and median\n"
 			       "APE, memory MAPE, fit/OOM accuracy, and per group (model, gpu, gpus, seq, batch)\n"
-			       "the mean Spearman rank correlation and mean top-1 regret.\n\n"
+			       "the mean Spearman rank correlation and mean top-1 regret. Columns are read by\n"
+			       "header name; FORMAT.md's required columns must be there, an absent optional one is\n"
+			       "unknown in every row (said once on stderr).\n\n"
 			       "  --row ID   only the row with this id, preceded by its full estimate (the sim table)\n"
 			       "  --set K=V  override a plan key (sim's flag names, e.g. recompute=selective) on every row\n");
 			return EXIT_OK;

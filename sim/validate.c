@@ -28,6 +28,19 @@ static const char *const colnames[NCOLS] = {
 	"tp", "pp", "dp", "cp", "ep", "vpp", "sp", "zero", "recompute", "pp_schedule", "precision", "status",
 	"tokens_per_s_per_gpu", "mem_gib", "mem_kind", "notes"};
 
+/* FORMAT.md: "Required columns, never empty" (ep is required only for dense models, so a
+ * file may still leave it out and have it read as unknown) */
+static int col_required(int k)
+{
+	switch (k) {
+	case C_ID: case C_SOURCE: case C_MODEL: case C_LAYERS: case C_HIDDEN: case C_FFN: case C_HEADS:
+	case C_KV: case C_HEADDIM: case C_TIED: case C_NORM: case C_MLP: case C_MOE_E: case C_MOE_K:
+	case C_MOE_F: case C_MOE_S: case C_MOE_D: case C_SEQ: case C_GBS: case C_GPU: case C_GPN:
+	case C_NGPU: case C_TP: case C_PP: case C_DP: case C_CP: case C_STATUS: return 1;
+	default: return 0;
+	}
+}
+
 static int split_tabs(char *line, char **cells, int max)
 {
 	int n = 0;
@@ -356,16 +369,24 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		size_t len = strlen(line);
 		if (len && line[len - 1] == '\r') line[len - 1] = 0;
 		if (!header && line[0] == '#') continue;
-		char *cell[MAXCOL];
+		char *cell[MAXCOL + 1];
 		int nc = split_tabs(line, cell, MAXCOL);
+		cell[nc] = ""; /* what an absent optional column reads */
 		if (!header) {
 			for (int i = 0; i < nc; i++) {
 				for (int k = 0; k < NCOLS; k++)
 					if (!strcmp(cell[i], colnames[k])) ix[k] = i;
 				if (!strcmp(cell[i], "step_time_s")) ix_step = i; /* optional: read if present */
 			}
-			for (int k = 0; k < NCOLS; k++)
-				if (ix[k] < 0) { rc = errf(err, "%s: header lacks column '%s' (FORMAT.md)", path, colnames[k]); goto out; }
+			/* FORMAT.md's never-empty columns must be there; any other column that is absent
+			 * is unknown in every row, read as the empty cell one past the row's last */
+			for (int k = 0; k < NCOLS; k++) {
+				if (ix[k] >= 0) continue;
+				if (col_required(k)) { rc = errf(err, "%s: header lacks column '%s' (FORMAT.md)", path, colnames[k]); goto out; }
+				ix[k] = nc;
+				fprintf(stderr, "validate: %s: no column '%s'; read as unknown in every row\n",
+					path, colnames[k]);
+			}
 			header = 1;
 			ncell_hdr = nc;
 			continue;

@@ -51,7 +51,7 @@ struct val_opts {
 };
 
 /* Parses and predicts every row of `path`. *rows is malloc'd (caller frees). Returns 0, or -1
- * with err for a file that is not in the format (missing column, bad header) or an override
+ * with err for a file that is not in the format (a missing required column, no header) or an override
  * the plan parser refuses. */
 int validate_file(const char *path, const struct val_opts *opts, struct val_row **rows, int *nrows, char *err);
 void validate_summarize(const struct val_row *rows, int n, struct val_summary *s);
