@@ -196,8 +196,10 @@ static void test_errors(struct comm *g)
 	ep_batch_destroy(b);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	blas_arch_fix(argv); /* the GEMM kernels `scaleplan run` uses (kernels/blas_arch.c) */
 	char err[ERR_LEN];
 	struct comm *world;
 	if (harness_world(&world, 60)) return 1;   /* an exchange that deadlocks fails instead of hanging */

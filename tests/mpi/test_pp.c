@@ -458,8 +458,10 @@ out:
 	llama_destroy(m1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	blas_arch_fix(argv); /* the GEMM kernels `scaleplan run` uses (kernels/blas_arch.c) */
 	char err[ERR_LEN];
 	struct comm *world;
 	if (harness_world(&world, 60)) return 1;   /* a deadlock fails instead of hanging */

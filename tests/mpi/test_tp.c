@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "kernels/cpu.h"
 #include "runtime/comm.h"
 #include "runtime/cp.h"
 #include "runtime/ctx.h"
@@ -427,8 +428,10 @@ static void run_tp(struct comm *world, int tp_deg, const struct model *cfgs, int
 	ctx_destroy(x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	(void)argc;
+	blas_arch_fix(argv); /* the GEMM kernels `scaleplan run` uses (kernels/blas_arch.c) */
 	struct comm *world;
 	if (harness_world(&world, 60)) return 1; /* a rank that skips a collective fails instead of hanging */
 	const int n = comm_size(world);
