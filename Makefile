@@ -57,7 +57,7 @@ ifeq ($(HAVE_NVCC)$(if $(CUDA_SRC),1),11)
 CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
-.PHONY: all test asan bench bench-comm check clean cuda deps gpu-test
+.PHONY: all test asan bench bench-comm check clean cuda deps gpu-test validate
 all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(B)/libscaleplan.a
@@ -125,6 +125,14 @@ bench: all $(B)/bench/bench
 bench-comm: all
 	$(Q)for n in 2 4 8; do OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 		mpirun --oversubscribe -np $$n $(B)/tests/mpi/bench_comm_mpi || exit 1; done
+
+# the accuracy figures of the README: the summary of `scaleplan validate` on every measured-run
+# file (shared/validation/FORMAT.md) in VALIDATION
+VALIDATION ?= ../shared/validation
+validate: all
+	$(Q)ls $(VALIDATION)/*.tsv >/dev/null 2>&1 || { echo "make validate: no .tsv files in $(VALIDATION) (set VALIDATION=DIR)" >&2; exit 2; }
+	$(Q)for f in $(VALIDATION)/*.tsv; do echo "== $$f"; out=$$(./$(BIN) validate $$f) || exit 1; \
+		printf '%s\n' "$$out" | sed -n '/^rows [0-9]/,$$p'; done
 
 deps:
 	$(Q)scripts/install-deps.sh
