@@ -240,6 +240,10 @@ int cmd_sim(int argc, char **argv)
 	if (a.event) return run_event(&m, &h, &p, &e, &a);
 	if (a.json) estimate_write_json(&e, &p, stdout);
 	else estimate_print(&e, &p, stdout);
+	if (!e.fits && !a.json) {
+		struct plan_fix fx[FIX_MAX];
+		estimate_print_fixes(fx, estimate_fixes(&m, &h, &p, fx, FIX_MAX), stdout);
+	}
 	if (!e.fits) {
 		fprintf(stderr, "scaleplan sim: plan does not fit: peak %.2f GiB exceeds %s capacity %.2f GiB by %.2f GiB\n",
 			e.peak_mem_bytes / GIB, h.name, e.capacity_bytes / GIB,

@@ -67,6 +67,19 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 		  struct estimate *e, char *err);
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f);
+
+/* A plan one change away from a plan that does not fit, and what it costs. */
+#define FIX_MAX 16
+struct plan_fix {
+	char change[64];          /* the sim flags that make the change, e.g. "--tp 8 --dp 4" */
+	double peak_bytes, step_time_s, tokens_per_s_per_gpu;
+};
+/* The plans one knob away from p that fit, on the same GPUs and global batch, fastest first:
+ * sp on, a heavier recompute, a higher ZeRO stage, a smaller micro-batch, or tp, pp or cp
+ * doubled at half the dp (sim/estimate_fixes.c). Returns how many, at most max. */
+int estimate_fixes(const struct model *m, const struct hw *h, const struct plan *p, struct plan_fix *out, int max);
+/* Prints them under the sim table (or says that none fits and to run tune). */
+void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f);
 void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f);
 
 #endif

@@ -56,6 +56,38 @@ json_check "$TMP/oom.json" 'd["fits"] is False and d["step_time_s"] > 0 and d["p
 json_check "$TMP/oom.json" 'len(d["rank_kinds"]) >= 1'
 expect_rc 3 "$SP" sim --model llama-3.1-405b --gpu h100-sxm --gpus 8 --tp 8
 expect_out 'memory per GPU'
+# 405B's weights alone overflow 8 GPUs: no single change fits, and the table says to run tune
+expect_out 'no single change fits'
+expect_out 'scaleplan tune'
+
+# --- what would fit: under the table of a plan that does not fit, the plans one change away
+# that do, fastest first. Each suggestion, run through sim as printed, must fit (exit 0) and
+# give the same peak and tokens/s; the README example without --sp is saved by --sp.
+NOFIT=(sim --model llama-3-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 8 --zero 1 --recompute selective --mbs 1 --gbs 512 --seq 8192)
+expect_rc 3 "$SP" "${NOFIT[@]}"
+cp "$TMP/out" "$TMP/nofit.txt"
+expect_out '^one change that fits'
+expect_out '^  --sp  '
+sed -n '/^one change that fits/,$p' "$TMP/nofit.txt" | tail -n +2 >"$TMP/fixes.txt"
+NFIX=0
+while IFS= read -r line; do
+	NFIX=$((NFIX + 1))
+	flags=$(printf '%s\n' "$line" | sed 's/  *peak .*//')
+	want_peak=$(printf '%s\n' "$line" | awk '{for (i = 1; i <= NF; i++) if ($i == "peak") print $(i + 1)}')
+	want_tps=$(printf '%s\n' "$line" | awk '{print $(NF - 1)}')
+	# shellcheck disable=SC2086 # the flags are words
+	if "$SP" "${NOFIT[@]}" $flags --json >"$TMP/fix.json" 2>/dev/null &&
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["fits"] and abs(d["peak_mem_bytes"]/2**30-float(sys.argv[2])) < 0.006 and abs(d["tokens_per_s_per_gpu"]-float(sys.argv[3])) < 0.06 else 1)' \
+			"$TMP/fix.json" "$want_peak" "$want_tps"
+	then ok; else bad "suggested change '$flags' does not give a fitting plan with peak $want_peak GiB, $want_tps tok/s/GPU"; fi
+done <"$TMP/fixes.txt"
+if [ "$NFIX" -ge 2 ]; then ok; else bad "expected at least --sp and --recompute full among the fixes, got $NFIX"; fi
+if awk '{print $(NF - 1)}' "$TMP/fixes.txt" | sort -g -r -c 2>/dev/null; then ok; else bad "fixes not fastest first: $(cat "$TMP/fixes.txt")"; fi
+# a plan that fits prints no suggestions; --json never does (its keys stay the contract)
+expect_rc 0 "$SP" sim "${BASE[@]}" --tp 8
+if grep -q 'change that fits\|no single change' "$TMP/out"; then bad "a fitting plan printed fixes"; else ok; fi
+expect_rc 3 "$SP" "${NOFIT[@]}" --json
+json_check "$TMP/out" '"fits" in d'
 
 # --- bad input: exit 2, exactly one line on stderr naming the subject
 expect_rc 2 "$SP" sim --model no-such-model --gpu h100-sxm --gpus 8
