@@ -18,7 +18,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	blas_arch_fix(argv); /* sgemm and the training step on the kernels this CPU can run */
+	blas_arch_fix(); /* sgemm and the training step on the kernels this CPU can run */
 	for (size_t i = 0; i < sizeof(benches) / sizeof(benches[0]); i++)
 		if (argc < 2 || !strcmp(argv[1], benches[i].name))
 			benches[i].run();

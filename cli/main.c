@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "run")) /* the one verb that runs GEMMs */
-		blas_arch_fix(argv);
+		blas_arch_fix();
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(argv[1], verbs[i].name))
 			return verbs[i].run(argc - 1, argv + 1);

@@ -78,7 +78,7 @@ struct plan_fix {
  * sp on, a heavier recompute, a higher ZeRO stage, a smaller micro-batch, or tp, pp or cp
  * doubled at half the dp (sim/estimate_fixes.c). Returns how many, at most max. */
 int estimate_fixes(const struct model *m, const struct hw *h, const struct plan *p, struct plan_fix *out, int max);
-/* Prints them under the sim table (or says that none fits and to run tune). */
+/* Prints them under the sim table, or says that none fits and to run tune (estimate_report.c). */
 void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f);
 void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f);
 

@@ -4,19 +4,18 @@
  * parallelism on, a heavier recompute mode, a higher ZeRO stage, a smaller micro-batch, or tp,
  * pp or cp doubled at half the dp. The search over every knob at once is `scaleplan tune`. */
 #include <stdio.h>
-#include <string.h>
 #include "sim/estimate.h"
 #include "sim/plan.h"
 #include "sim/util.h"
 
 /* prices q (a modified copy of the user's plan) and keeps it when it is valid and fits */
-static void try_fix(const struct model *m, const struct hw *h, struct plan q, const char *change,
+static void try_fix(const struct model *m, const struct hw *h, struct plan *q, const char *change,
 		    struct plan_fix *out, int max, int *n)
 {
 	char err[ERR_LEN];
 	struct estimate e;
-	if (*n >= max || plan_resolve(&q, m, h, err) || plan_validate(&q, m, h, err) ||
-	    estimate_plan(m, h, &q, &e, err) || !e.fits)
+	if (*n >= max || plan_resolve(q, m, h, err) || plan_validate(q, m, h, err) ||
+	    estimate_plan(m, h, q, &e, err) || !e.fits)
 		return;
 	struct plan_fix *f = &out[(*n)++];
 	snprintf(f->change, sizeof(f->change), "%s", change);
@@ -39,7 +38,7 @@ static void try_degree(const struct model *m, const struct hw *h, const struct p
 	if (which == 't' && q.gpus_per_node > 0 && q.tp > q.gpus_per_node) return;
 	char change[64];
 	snprintf(change, sizeof(change), "--%s %d --dp %d", which == 't' ? "tp" : which == 'p' ? "pp" : "cp", *d, q.dp);
-	try_fix(m, h, q, change, out, max, n);
+	try_fix(m, h, &q, change, out, max, n);
 }
 
 int estimate_fixes(const struct model *m, const struct hw *h, const struct plan *p, struct plan_fix *out, int max)
@@ -50,30 +49,30 @@ int estimate_fixes(const struct model *m, const struct hw *h, const struct plan 
 	if (p->tp > 1 && !p->sp) {
 		q = *p;
 		q.sp = 1;
-		try_fix(m, h, q, "--sp", out, max, &n);
+		try_fix(m, h, &q, "--sp", out, max, &n);
 	}
 	if (p->recompute == RC_NONE) {
 		q = *p;
 		q.recompute = RC_SELECTIVE;
-		try_fix(m, h, q, "--recompute selective", out, max, &n);
+		try_fix(m, h, &q, "--recompute selective", out, max, &n);
 	}
 	if (p->recompute != RC_FULL || p->recompute_layers >= 0) {
 		q = *p;
 		q.recompute = RC_FULL;
 		q.recompute_layers = -1;
-		try_fix(m, h, q, "--recompute full", out, max, &n);
+		try_fix(m, h, &q, "--recompute full", out, max, &n);
 	}
 	for (int z = p->zero + 1; z <= 3 && p->dp * p->cp > 1; z++) {
 		q = *p;
 		q.zero = z;
 		snprintf(change, sizeof(change), "--zero %d", z);
-		try_fix(m, h, q, change, out, max, &n);
+		try_fix(m, h, &q, change, out, max, &n);
 	}
 	for (int mbs = p->mbs / 2; mbs >= 1; mbs /= 2) {
 		q = *p;
 		q.mbs = mbs;
 		snprintf(change, sizeof(change), "--mbs %d", mbs);
-		try_fix(m, h, q, change, out, max, &n);
+		try_fix(m, h, &q, change, out, max, &n);
 	}
 	try_degree(m, h, p, 't', out, max, &n);
 	try_degree(m, h, p, 'p', out, max, &n);
@@ -86,17 +85,4 @@ int estimate_fixes(const struct model *m, const struct hw *h, const struct plan 
 			out[j - 1] = t;
 		}
 	return n;
-}
-
-void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f)
-{
-	if (!n) {
-		fprintf(f, "\nno single change fits (sp, recompute, ZeRO stage, micro-batch, or tp/pp/cp doubled);\n"
-			   "scaleplan tune searches every combination\n");
-		return;
-	}
-	fprintf(f, "\none change that fits, fastest first (same GPUs and global batch):\n");
-	for (int i = 0; i < n; i++)
-		fprintf(f, "  %-26s peak %7.2f GiB   step %9.4f s   %9.1f tok/s/GPU\n", fx[i].change,
-			fx[i].peak_bytes / (1024.0 * 1024.0 * 1024.0), fx[i].step_time_s, fx[i].tokens_per_s_per_gpu);
 }

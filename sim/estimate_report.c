@@ -67,6 +67,19 @@ void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 #undef ROWS
 }
 
+void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f)
+{
+	if (!n) {
+		fprintf(f, "\nno single change fits (sp, recompute, ZeRO stage, micro-batch, or tp/pp/cp doubled);\n"
+			   "scaleplan tune searches every combination\n");
+		return;
+	}
+	fprintf(f, "\none change that fits, fastest first (same GPUs and global batch):\n");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "  %-26s peak %7.2f GiB   step %9.4f s   %9.1f tok/s/GPU\n", fx[i].change,
+			fx[i].peak_bytes / GIB, fx[i].step_time_s, fx[i].tokens_per_s_per_gpu);
+}
+
 void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f)
 {
 	fprintf(f, "{\"plan\":");

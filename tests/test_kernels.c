@@ -606,10 +606,9 @@ static void test_blas_core(void)
 		      openblas_get_corename(), want);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-	(void)argc;
-	blas_arch_fix(argv);
+	blas_arch_fix();
 	test_blas_core();
 	test_linear();
 	test_embedding();

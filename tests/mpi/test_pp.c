@@ -458,10 +458,8 @@ out:
 	llama_destroy(m1);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-	(void)argc;
-	blas_arch_fix(argv); /* the GEMM kernels `scaleplan run` uses (kernels/blas_arch.c) */
 	char err[ERR_LEN];
 	struct comm *world;
 	if (harness_world(&world, 60)) return 1;   /* a deadlock fails instead of hanging */

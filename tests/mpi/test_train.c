@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/cpu.h"
 #include "runtime/comm.h"
 #include "runtime/ctx.h"
 #include "runtime/data.h"
@@ -180,10 +179,8 @@ static void test_unsupported(void)
 	CHECK(train_supported(&p, &mc, err) == 0, "dp 2 zero 3: %s", err);
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-	(void)argc;
-	blas_arch_fix(argv); /* the GEMM kernels `scaleplan run` uses (kernels/blas_arch.c) */
 	struct comm *world;
 	if (harness_world(&world, 60)) return 1;
 	test_unsupported();
