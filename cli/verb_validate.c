@@ -12,7 +12,7 @@ int cmd_validate(int argc, char **argv)
 	int json = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: scaleplan validate FILE.tsv [--row ID] [--set KEY=VALUE ...] [--json]\n\n"
+			printf("usage: scaleplan validate FILE.tsv [--row ID] [--set KEY=VALUE ...] [--by COLUMN] [--json]\n\n"
 			       "Predicts every row of a measured-run file (shared/validation/FORMAT.md) and prints\n"
 			       "predicted vs measured tokens/s per GPU and memory, then throughput MAPE and median\n"
 			       "APE, memory MAPE, fit/OOM accuracy, and per group (model, gpu, gpus, seq, batch)\n"
@@ -20,13 +20,19 @@ int cmd_validate(int argc, char **argv)
 			       "header name; FORMAT.md's required columns must be there, an absent optional one is\n"
 			       "unknown in every row (said once on stderr).\n\n"
 			       "  --row ID   only the row with this id, preceded by its full estimate (the sim table)\n"
-			       "  --set K=V  override a plan key (sim's flag names, e.g. recompute=selective) on every row\n");
+			       "  --set K=V  override a plan key (sim's flag names, e.g. recompute=selective) on every row\n"
+			       "  --by COL   also group the rows by a column of the file (source, framework, gpu, precision,\n"
+			       "             tp, pp, zero, ...): rows, scored rows, mean signed error, MAPE, memory MAPE and\n"
+			       "             fit accuracy per group (in --json: \"by\")\n");
 			return EXIT_OK;
 		}
 		if (!strcmp(argv[i], "--json")) json = 1;
 		else if (!strcmp(argv[i], "--row")) {
 			if (i + 1 >= argc) { cli_error("validate", "--row needs a row id"); return EXIT_BADINPUT; }
 			o.only = argv[++i];
+		} else if (!strcmp(argv[i], "--by")) {
+			if (i + 1 >= argc) { cli_error("validate", "--by needs a column name"); return EXIT_BADINPUT; }
+			o.by = argv[++i];
 		} else if (!strcmp(argv[i], "--set")) {
 			if (i + 1 >= argc) { cli_error("validate", "--set needs KEY=VALUE"); return EXIT_BADINPUT; }
 			if (o.nset == VAL_MAX_SET) { cli_error("validate", "--set: at most %d", VAL_MAX_SET); return EXIT_BADINPUT; }
@@ -53,8 +59,15 @@ int cmd_validate(int argc, char **argv)
 	if (o.only && n == 0) { free(rows); cli_error("validate", "--row: no row with id '%s' in %s", o.only, path); return EXIT_BADINPUT; }
 	struct val_summary s;
 	validate_summarize(rows, n, &s);
-	if (json) validate_write_json(path, rows, n, &s, stdout);
-	else validate_print(path, rows, n, &s, stdout);
+	struct val_group *g = NULL;
+	int ng = 0;
+	if (o.by && (ng = validate_by(rows, n, &g)) < 0) { free(rows); cli_error("validate", "out of memory"); return EXIT_RUNTIME; }
+	if (json) validate_write_json(path, rows, n, &s, o.by, g, ng, stdout);
+	else {
+		validate_print(path, rows, n, &s, stdout);
+		if (o.by) validate_print_by(o.by, g, ng, stdout);
+	}
+	free(g);
 	free(rows);
 	return EXIT_OK;
 }

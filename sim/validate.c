@@ -19,14 +19,14 @@ enum {
 	C_ID, C_SOURCE, C_MODEL, C_LAYERS, C_HIDDEN, C_FFN, C_HEADS, C_KV, C_HEADDIM, C_VOCAB, C_TIED,
 	C_NORM, C_MLP, C_MOE_E, C_MOE_K, C_MOE_F, C_MOE_S, C_MOE_D, C_SEQ, C_GBS, C_MBS, C_GPU, C_GPN,
 	C_NGPU, C_TP, C_PP, C_DP, C_CP, C_EP, C_VPP, C_SP, C_ZERO, C_RC, C_SCHED, C_PREC, C_STATUS,
-	C_TPS, C_MEM, C_MEMKIND, C_NOTES, NCOLS
+	C_TPS, C_MEM, C_MEMKIND, C_NOTES, C_FRAMEWORK, NCOLS
 };
 static const char *const colnames[NCOLS] = {
 	"id", "source", "model", "layers", "hidden", "ffn_hidden", "heads", "kv_heads", "head_dim", "vocab",
 	"tied_embeddings", "norm", "mlp", "moe_experts", "moe_topk", "moe_ffn_hidden", "moe_shared_experts",
 	"moe_dense_layers", "seq_len", "global_batch_seqs", "micro_batch", "gpu", "gpus_per_node", "num_gpus",
 	"tp", "pp", "dp", "cp", "ep", "vpp", "sp", "zero", "recompute", "pp_schedule", "precision", "status",
-	"tokens_per_s_per_gpu", "mem_gib", "mem_kind", "notes"};
+	"tokens_per_s_per_gpu", "mem_gib", "mem_kind", "notes", "framework"};
 
 /* FORMAT.md: "Required columns, never empty" (ep is required only for dense models, so a
  * file may still leave it out and have it read as unknown) */
@@ -228,7 +228,7 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	 * it leaves empty: the local batch is split into as many micro-batches as there are
 	 * pipeline stages (--parallelism.pipeline_parallel_microbatches, default: the pp degree)
 	 * and a multi-stage schedule puts 2 stages on each rank (generate_split_points, below) */
-	int titan = has(cell[ix[C_SOURCE]], "torchtitan") || has(cell[ix[C_NOTES]], "torchtitan");
+	int titan = !strcmp(r->framework, "torchtitan") || has(cell[ix[C_SOURCE]], "torchtitan") || has(cell[ix[C_NOTES]], "torchtitan");
 	int local = p->dp > 0 ? p->gbs / p->dp : 0;
 	if (*(c = cell[ix[C_MBS]])) { if (plan_set(p, "mbs", c, err)) goto bad; }
 	else if (titan && p->pp > 1 && local % p->pp == 0 && local / p->pp > 0) {
@@ -359,7 +359,7 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 	if (!text) return -1;
 	/* a UTF-8 byte-order mark (spreadsheet exports write one) is not part of the first line */
 	char *start = !strncmp(text, "\xef\xbb\xbf", 3) ? text + 3 : text;
-	int ix[NCOLS], ix_step = -1;
+	int ix[NCOLS], ix_step = -1, ix_by = -1;
 	for (int i = 0; i < NCOLS; i++) ix[i] = -1;
 	int cap = 0, n = 0, header = 0, ncell_hdr = 0;
 	struct val_row *rows = NULL;
@@ -377,7 +377,9 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 				for (int k = 0; k < NCOLS; k++)
 					if (!strcmp(cell[i], colnames[k])) ix[k] = i;
 				if (!strcmp(cell[i], "step_time_s")) ix_step = i; /* optional: read if present */
+				if (opts->by && !strcmp(cell[i], opts->by)) ix_by = i;
 			}
+			if (opts->by && ix_by < 0) { rc = errf(err, "--by: %s has no column '%.40s'", path, opts->by); goto out; }
 			/* FORMAT.md's never-empty columns must be there; any other column that is absent
 			 * is unknown in every row, read as the empty cell one past the row's last */
 			for (int k = 0; k < NCOLS; k++) {
@@ -411,6 +413,8 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		snprintf(r->model, sizeof(r->model), "%s", cell[ix[C_MODEL]]);
 		snprintf(r->gpu, sizeof(r->gpu), "%s", cell[ix[C_GPU]]);
 		snprintf(r->status, sizeof(r->status), "%s", cell[ix[C_STATUS]]);
+		snprintf(r->framework, sizeof(r->framework), "%s", cell[ix[C_FRAMEWORK]]);
+		if (ix_by >= 0) snprintf(r->by, sizeof(r->by), "%s", cell[ix_by]);
 		cell_int(cell[ix[C_NGPU]], &r->num_gpus);
 		cell_int(cell[ix[C_SEQ]], &r->seq);
 		cell_int(cell[ix[C_GBS]], &r->gbs);

@@ -16,6 +16,8 @@ struct val_row {
 	char source[64];
 	char model[64];
 	char gpu[32];
+	char framework[24];         /* FORMAT.md's framework cell; "" = unknown */
+	char by[48];                /* the cell of the --by column (val_opts.by), "" when none */
 	char status[8];
 	int num_gpus, seq, gbs;
 	int simulated;
@@ -38,6 +40,15 @@ struct val_summary {
 	int tps_rows, mem_rows, fit_rows, groups;
 	double throughput_mape, throughput_median_ape, memory_mape, fit_accuracy;
 	double rank_spearman, top1_regret;
+	double top1_regret_median;  /* median over groups: one noisy group cannot decide it */
+};
+
+/* One group of rows sharing the cell of the --by column: how many rows were scored and how
+ * far off they are (signed: predicted above measured is positive). */
+struct val_group {
+	char key[48];
+	int rows, tps_rows, mem_rows, fit_rows;
+	double mean_signed_err, mape, memory_mape, fit_accuracy;
 };
 
 /* Options of a validation run; a NULL struct means all rows, no overrides, no explanation. */
@@ -48,6 +59,7 @@ struct val_opts {
 	const char *set_val[VAL_MAX_SET];
 	int nset;
 	FILE *explain;                    /* the full estimate (the `sim` table) of each row, or NULL */
+	const char *by;                   /* a column name of the file: rows keep its cell in val_row.by */
 };
 
 /* Parses and predicts every row of `path`. *rows is malloc'd (caller frees). Returns 0, or -1
@@ -55,8 +67,14 @@ struct val_opts {
  * the plan parser refuses. */
 int validate_file(const char *path, const struct val_opts *opts, struct val_row **rows, int *nrows, char *err);
 void validate_summarize(const struct val_row *rows, int n, struct val_summary *s);
+/* Groups rows by val_row.by (first-seen order); *groups is malloc'd. Returns the count, -1 on
+ * allocation failure. */
+int validate_by(const struct val_row *rows, int n, struct val_group **groups);
+void validate_print_by(const char *column, const struct val_group *g, int n, FILE *f);
 void validate_print(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f);
-void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f);
+/* by_column/groups may be NULL/0 (no --by) */
+void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s,
+			 const char *by_column, const struct val_group *groups, int ngroups, FILE *f);
 
 /* Spearman rank correlation of x and y (average ranks for ties); 0 if undefined. */
 double spearman(const double *x, const double *y, int n);

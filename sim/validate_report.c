@@ -12,6 +12,13 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* sorts v in place */
+static double median(double *v, int k)
+{
+	qsort(v, k, sizeof(double), cmp_double);
+	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
 static void ranks_of(const double *x, int n, double *rk)
 {
 	for (int i = 0; i < n; i++) {
@@ -75,13 +82,12 @@ void validate_summarize(const struct val_row *rows, int n, struct val_summary *s
 		double sum = 0;
 		for (int i = 0; i < s->tps_rows; i++) sum += ape[i];
 		s->throughput_mape = sum / s->tps_rows;
-		qsort(ape, s->tps_rows, sizeof(double), cmp_double);
-		int k = s->tps_rows;
-		s->throughput_median_ape = k % 2 ? ape[k / 2] : (ape[k / 2 - 1] + ape[k / 2]) / 2;
+		s->throughput_median_ape = median(ape, s->tps_rows);
 	}
 	if (s->mem_rows) s->memory_mape = mem_sum / s->mem_rows;
 	if (s->fit_rows) s->fit_accuracy = (double)fit_ok / s->fit_rows;
 	double rho_sum = 0, regret_sum = 0;
+	double *regrets = ape; /* the APEs are summarised above; reuse the array */
 	for (int i = 0; i < n; i++) {
 		if (done[i] || !rows[i].simulated) continue;
 		int k = 0, best_pick = -1;
@@ -107,10 +113,12 @@ void validate_summarize(const struct val_row *rows, int n, struct val_summary *s
 		if (best_pick >= 0 && !strcmp(rows[best_pick].status, "ok") && rows[best_pick].meas_tps > 0)
 			regret = 1 - rows[best_pick].meas_tps / best_meas;
 		regret_sum += regret;
+		regrets[s->groups - 1] = regret;
 	}
 	if (s->groups) {
 		s->rank_spearman = rho_sum / s->groups;
 		s->top1_regret = regret_sum / s->groups;
+		s->top1_regret_median = median(regrets, s->groups);
 	}
 out:
 	free(ape); free(x); free(y); free(done);
@@ -143,8 +151,68 @@ void validate_print(const char *path, const struct val_row *rows, int n, const s
 		100 * s->throughput_mape, 100 * s->throughput_median_ape, s->tps_rows);
 	fprintf(f, "memory MAPE %.1f %% (%d ok rows with memory)\n", 100 * s->memory_mape, s->mem_rows);
 	fprintf(f, "fit/OOM predictions right %.1f %% (%d ok/oom rows)\n", 100 * s->fit_accuracy, s->fit_rows);
-	fprintf(f, "groups with >= 3 ok rows: %d; mean Spearman %.3f; mean top-1 regret %.1f %%\n",
-		s->groups, s->rank_spearman, 100 * s->top1_regret);
+	fprintf(f, "groups with >= 3 ok rows: %d; mean Spearman %.3f; mean top-1 regret %.1f %% (median %.1f %%)\n",
+		s->groups, s->rank_spearman, 100 * s->top1_regret, 100 * s->top1_regret_median);
+}
+
+/* the scores of one --by group, over the rows validate_summarize scores */
+static void group_add(struct val_group *g, const struct val_row *r)
+{
+	g->rows++;
+	if (!r->simulated) return;
+	int ok = !strcmp(r->status, "ok");
+	if (ok && r->meas_tps > 0) {
+		double e = (r->pred_tps - r->meas_tps) / r->meas_tps;
+		g->mean_signed_err += e;
+		g->mape += fabs(e);
+		g->tps_rows++;
+	}
+	if (ok && r->meas_mem_gib > 0) {
+		g->memory_mape += fabs(r->pred_mem_gib - r->meas_mem_gib) / r->meas_mem_gib;
+		g->mem_rows++;
+	}
+	if (ok || !strcmp(r->status, "oom")) {
+		g->fit_accuracy += r->pred_fits == ok;
+		g->fit_rows++;
+	}
+}
+
+int validate_by(const struct val_row *rows, int n, struct val_group **groups)
+{
+	struct val_group *g = calloc(n + 1, sizeof(*g));
+	if (!g) return -1;
+	int ng = 0;
+	for (int i = 0; i < n; i++) {
+		const char *key = rows[i].by[0] ? rows[i].by : "(unknown)";
+		int j = 0;
+		while (j < ng && strcmp(g[j].key, key)) j++;
+		if (j == ng) snprintf(g[ng++].key, sizeof(g->key), "%s", key);
+		group_add(&g[j], &rows[i]);
+	}
+	for (int j = 0; j < ng; j++) {
+		if (g[j].tps_rows) { g[j].mean_signed_err /= g[j].tps_rows; g[j].mape /= g[j].tps_rows; }
+		if (g[j].mem_rows) g[j].memory_mape /= g[j].mem_rows;
+		if (g[j].fit_rows) g[j].fit_accuracy /= g[j].fit_rows;
+	}
+	*groups = g;
+	return ng;
+}
+
+void validate_print_by(const char *column, const struct val_group *g, int n, FILE *f)
+{
+	fprintf(f, "by %s:\n%-28s %5s %6s %10s %8s %6s %8s %6s %7s\n", column, column, "rows", "scored",
+		"mean err %", "MAPE %", "mem", "mem MAPE", "fit", "fit %");
+	for (int j = 0; j < n; j++) {
+		char e[16] = "-", m[16] = "-", mm[16] = "-", fa[16] = "-";
+		if (g[j].tps_rows) {
+			snprintf(e, sizeof(e), "%+.1f", 100 * g[j].mean_signed_err);
+			snprintf(m, sizeof(m), "%.1f", 100 * g[j].mape);
+		}
+		if (g[j].mem_rows) snprintf(mm, sizeof(mm), "%.1f", 100 * g[j].memory_mape);
+		if (g[j].fit_rows) snprintf(fa, sizeof(fa), "%.1f", 100 * g[j].fit_accuracy);
+		fprintf(f, "%-28.28s %5d %6d %10s %8s %6d %8s %6d %7s\n", g[j].key, g[j].rows, g[j].tps_rows, e, m,
+			g[j].mem_rows, mm, g[j].fit_rows, fa);
+	}
 }
 
 static void json_str(FILE *f, const char *s)
@@ -158,22 +226,41 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f)
+void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s,
+			 const char *by_column, const struct val_group *groups, int ngroups, FILE *f)
 {
 	fprintf(f, "{\"file\":");
 	json_str(f, path);
 	fprintf(f, ",\"excluded\":%d", s->excluded);
 	fprintf(f, ",\"rows\":%d,\"simulated\":%d,\"not_simulated\":%d,\"throughput_rows\":%d,\"throughput_mape\":%.6g,"
 		"\"throughput_median_ape\":%.6g,\"memory_rows\":%d,\"memory_mape\":%.6g,\"fit_rows\":%d,\"fit_accuracy\":%.6g,"
-		"\"groups\":%d,\"rank_spearman\":%.6g,\"top1_regret\":%.6g,\"results\":[",
+		"\"groups\":%d,\"rank_spearman\":%.6g,\"top1_regret\":%.6g,\"top1_regret_median\":%.6g,",
 		s->rows, s->simulated, s->not_simulated, s->tps_rows, s->throughput_mape, s->throughput_median_ape,
-		s->mem_rows, s->memory_mape, s->fit_rows, s->fit_accuracy, s->groups, s->rank_spearman, s->top1_regret);
+		s->mem_rows, s->memory_mape, s->fit_rows, s->fit_accuracy, s->groups, s->rank_spearman, s->top1_regret,
+		s->top1_regret_median);
+	if (by_column) {
+		fprintf(f, "\"by\":{\"column\":");
+		json_str(f, by_column);
+		fprintf(f, ",\"groups\":[");
+		for (int j = 0; j < ngroups; j++) {
+			const struct val_group *g = &groups[j];
+			fprintf(f, "%s{\"key\":", j ? "," : "");
+			json_str(f, g->key);
+			fprintf(f, ",\"rows\":%d,\"throughput_rows\":%d,\"mean_signed_err\":%.6g,\"throughput_mape\":%.6g,"
+				"\"memory_rows\":%d,\"memory_mape\":%.6g,\"fit_rows\":%d,\"fit_accuracy\":%.6g}",
+				g->rows, g->tps_rows, g->mean_signed_err, g->mape, g->mem_rows, g->memory_mape, g->fit_rows,
+				g->fit_accuracy);
+		}
+		fprintf(f, "]},");
+	}
+	fprintf(f, "\"results\":[");
 	for (int i = 0; i < n; i++) {
 		const struct val_row *r = &rows[i];
 		fprintf(f, "%s{\"id\":", i ? "," : "");
 		json_str(f, r->id);
 		fprintf(f, ",\"status\":");
 		json_str(f, r->status);
+		if (r->framework[0]) { fprintf(f, ",\"framework\":"); json_str(f, r->framework); }
 		fprintf(f, ",\"simulated\":%s", r->simulated ? "true" : "false");
 		if (!r->simulated) {
 			fprintf(f, ",\"reason\":");

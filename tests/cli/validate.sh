@@ -11,7 +11,7 @@ json_check() {
 	then ok; else bad "json check '$2' failed on: $(head -c 300 "$1")"; fi
 }
 
-KEYS='("rows","simulated","throughput_mape","throughput_median_ape","memory_mape","fit_accuracy","groups","rank_spearman","top1_regret","results")'
+KEYS='("rows","simulated","throughput_mape","throughput_median_ape","memory_mape","fit_accuracy","groups","rank_spearman","top1_regret","top1_regret_median","results")'
 
 # --- help and bad input
 expect_rc 0 "$SP" validate --help
@@ -25,13 +25,13 @@ expect_err_line 'frobnicate'
 
 # --- a small file in FORMAT.md's format: header line with the columns in file order
 tsv_row() { local IFS=$'\t'; printf '%s\n' "$*"; }
-HEADER=(id source model layers hidden ffn_hidden heads kv_heads head_dim vocab tied_embeddings norm
+HEADER=(id source framework model layers hidden ffn_hidden heads kv_heads head_dim vocab tied_embeddings norm
 	mlp moe_experts moe_topk moe_ffn_hidden moe_shared_experts moe_dense_layers seq_len
 	global_batch_seqs micro_batch gpu gpus_per_node num_gpus tp pp dp cp ep vpp sp zero recompute
 	pp_schedule precision status tokens_per_s_per_gpu step_time_s mem_gib mem_kind
 	reported_mfu_pct flop_convention derived confidence notes)
 # an 8B Llama-style model on one 8-GPU node, one group (same model, gpu, gpus, seq, batch)
-ARCH=(llama-8b-test 32 4096 14336 32 8 128 128256 0 rmsnorm swiglu 0 0 0 0 0 4096 64)
+ARCH=("" llama-8b-test 32 4096 14336 32 8 128 128256 0 rmsnorm swiglu 0 0 0 0 0 4096 64)
 {
 	echo "# test rows, format: shared/validation/FORMAT.md"
 	tsv_row "${HEADER[@]}"
@@ -96,18 +96,43 @@ sys.exit(1 if bad else 0)
 EOF
 if out=$(python3 "$TMP/scores.py" "$TMP/small.json" onegroup 2>&1); then ok; else bad "small.tsv scores disagree with their definitions: $out"; fi
 
+# --by COLUMN: one group per cell of that column, first-seen order, each scored from its own
+# rows' results (mean signed error and MAPE of tokens/s, fit accuracy), recomputed here
+expect_rc 0 "$SP" validate "$TMP/small.tsv" --by tp --json
+cp "$TMP/out" "$TMP/by.json"
+if python3 - "$TMP/by.json" <<'EOF3'
+import json, sys
+d = json.load(open(sys.argv[1]))
+tp = {"T1": "1", "T2": "2", "T3": "4", "T4": "1"}
+g = d["by"]["groups"]
+assert d["by"]["column"] == "tp" and [x["key"] for x in g] == ["1", "2", "4"], g
+for x in g:
+    rs = [r for r in d["results"] if tp[r["id"]] == x["key"]]
+    sc = [(r["pred_tokens_per_s_per_gpu"] - r["meas_tokens_per_s_per_gpu"]) / r["meas_tokens_per_s_per_gpu"]
+          for r in rs if r["status"] == "ok" and "meas_tokens_per_s_per_gpu" in r]
+    fit = [r["pred_fits"] == (r["status"] == "ok") for r in rs if r["status"] in ("ok", "oom")]
+    assert x["rows"] == len(rs) and x["throughput_rows"] == len(sc) and x["fit_rows"] == len(fit), x
+    assert abs(x["mean_signed_err"] - sum(sc) / len(sc)) < 1e-4 and abs(x["throughput_mape"] - sum(map(abs, sc)) / len(sc)) < 1e-4, x
+    assert abs(x["fit_accuracy"] - sum(fit) / len(fit)) < 1e-6, x
+EOF3
+then ok; else bad "validate --by tp groups disagree with their rows"; fi
+expect_rc 0 "$SP" validate "$TMP/small.tsv" --by tp
+expect_out 'by tp:'
+expect_rc 2 "$SP" validate "$TMP/small.tsv" --by nosuchcolumn
+expect_err_line "no column 'nosuchcolumn'"
+
 # --- a file that is not in the format: missing header column, no header at all
 { tsv_row id source; tsv_row X1 test; } >"$TMP/nocols.tsv"
 expect_rc 2 "$SP" validate "$TMP/nocols.tsv"
 expect_err_line "header lacks column 'model'"
 # a required column (FORMAT.md: never empty) that the header lacks, past the first one
-cut -f 1-2,4- "$TMP/small.tsv" >"$TMP/nomodel.tsv"
+cut -f 1-3,5- "$TMP/small.tsv" >"$TMP/nomodel.tsv"
 expect_rc 2 "$SP" validate "$TMP/nomodel.tsv"
 expect_err_line "header lacks column 'model'"
 # an optional column the header lacks is unknown in every row, said once on stderr: without
 # notes and mem_kind, small.tsv predicts the same (its notes say nothing the reader uses) and
 # its memory is still scored on the same rows
-cut -f 1-39,41-44 "$TMP/small.tsv" >"$TMP/nonotes.tsv"
+cut -f 1-40,42-45 "$TMP/small.tsv" >"$TMP/nonotes.tsv"
 expect_rc 0 "$SP" validate "$TMP/nonotes.tsv" --json
 if [ "$(grep -c "no column '\(notes\|mem_kind\)'; read as unknown" "$TMP/err")" = 2 ]; then ok; else bad "absent optional columns not named on stderr: $(head -c 300 "$TMP/err")"; fi
 cp "$TMP/out" "$TMP/nonotes.json"
@@ -121,7 +146,7 @@ then ok; else bad "a file without the notes column predicts differently from the
 
 # --- row-level inference: an unknown recompute of a run that ran is the lightest mode that fits;
 # a row that says it was measured before a framework performance fix is predicted but not scored
-ARCH70=(llama-70b-test 80 8192 28672 64 8 128 128256 0 rmsnorm swiglu 0 0 0 0 0 4096 64)
+ARCH70=("" llama-70b-test 80 8192 28672 64 8 128 128256 0 rmsnorm swiglu 0 0 0 0 0 4096 64)
 {
 	tsv_row "${HEADER[@]}"
 	tsv_row U1 test "${ARCH70[@]}" 1 h100-sxm 8 64 8 1 8 1 1 1 1 1 "" none bf16 ok 500 "" "" "" "" "" "" high "recompute not stated"
@@ -164,8 +189,8 @@ json_check "$TMP/infer.json" 'd["excluded"] == 1 and d["simulated"] == 3 and d["
 # prediction must equal `sim` of that plan (mbs 8, vpp 2)
 {
 	tsv_row "${HEADER[@]}"
-	tsv_row TT1 "torchtitan test" "${ARCH70[@]::17}" 64 "" h100-sxm 8 32 4 4 2 1 1 "" 1 1 full interleaved bf16 ok 500 "" "" "" "" "" "" high "test row"
-	tsv_row TT2 "other test" "${ARCH70[@]::17}" 64 1 h100-sxm 8 32 4 4 2 1 1 "" 1 1 full interleaved bf16 ok 500 "" "" "" "" "" "" high "interleaved, chunks not stated"
+	tsv_row TT1 "test" torchtitan "${ARCH70[@]:1:17}" 64 "" h100-sxm 8 32 4 4 2 1 1 "" 1 1 full interleaved bf16 ok 500 "" "" "" "" "" "" high "test row"
+	tsv_row TT2 "other test" "${ARCH70[@]::18}" 64 1 h100-sxm 8 32 4 4 2 1 1 "" 1 1 full interleaved bf16 ok 500 "" "" "" "" "" "" high "interleaved, chunks not stated"
 } >"$TMP/titan.tsv"
 expect_rc 0 "$SP" validate "$TMP/titan.tsv" --json
 cp "$TMP/out" "$TMP/titan.json"
