@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "sim/framework.h"
 #include "sim/util.h"
 
 void cli_error(const char *verb, const char *fmt, ...)
@@ -55,6 +56,13 @@ int cli_load_plan(const char *verb, struct plan *p, struct model *m, struct hw *
 	if (!p->model[0]) { cli_error(verb, "--model is required"); return EXIT_BADINPUT; }
 	if (!p->gpu[0]) { cli_error(verb, "--gpu is required"); return EXIT_BADINPUT; }
 	int split_given = p->nstage_layers > 0;
+	if (p->framework[0]) { /* its documented defaults fill the keys the user did not give */
+		struct framework fw;
+		if (framework_load(p->framework, &fw, err) || framework_apply(&fw, p, 0, NULL, 0, NULL, err) < 0) {
+			cli_error(verb, "%s", err);
+			return EXIT_BADINPUT;
+		}
+	}
 	if (model_load(p->model, m, err) || hw_load(p->gpu, h, err) ||
 	    plan_resolve(p, m, h, err) || plan_validate(p, m, h, err)) {
 		cli_error(verb, "%s", err);

@@ -10,46 +10,57 @@
 #include "sim/hw.h"
 #include "sim/util.h"
 
-enum key_type { K_INT, K_BOOL, K_STR, K_SCHED, K_RC, K_PREC, K_SPLIT };
+enum key_type { K_INT, K_BOOL, K_STR, K_SCHED, K_RC, K_PREC, K_SPLIT, K_ENUM };
 
 struct plan_key {
 	const char *name;
 	enum key_type type;
 	size_t off;
-	long lo, hi;
+	long lo, hi;              /* K_INT range; K_ENUM: hi = number of names */
 	const char *help;
+	const char *const *names; /* K_ENUM: the values' names, by index */
 };
+
+static const char *const alloc_names[ALLOC_COUNT] = {"native", "expandable"};
+static const char *const fp8_names[FP8_COUNT] = {"te", "torchao"};
 
 #define OFF(f) offsetof(struct plan, f)
 static const struct plan_key plan_keys[] = {
-	{"model", K_STR, OFF(model), 0, 0, "model profile name or config.json path"},
-	{"gpu", K_STR, OFF(gpu), 0, 0, "hardware profile name or JSON path"},
-	{"gpus", K_INT, OFF(gpus), 0, 1 << 20, "total GPUs (world size)"},
-	{"gpus_per_node", K_INT, OFF(gpus_per_node), 0, 1024, "GPUs per node (default: the profile's)"},
-	{"dp", K_INT, OFF(dp), 0, 1 << 20, "data-parallel degree (default: gpus/(tp*pp*cp))"},
-	{"tp", K_INT, OFF(tp), 1, 1024, "tensor-parallel degree"},
-	{"pp", K_INT, OFF(pp), 1, 4096, "pipeline-parallel degree"},
-	{"cp", K_INT, OFF(cp), 1, 1024, "context-parallel degree"},
-	{"ep", K_INT, OFF(ep), 1, 1 << 16, "expert-parallel degree (inside dp*cp)"},
-	{"vpp", K_INT, OFF(vpp), 1, 256, "model chunks per pipeline rank (interleaved)"},
-	{"sp", K_BOOL, OFF(sp), 0, 1, "sequence parallelism inside TP"},
-	{"zero", K_INT, OFF(zero), 0, 3, "ZeRO stage 0-3"},
-	{"recompute", K_RC, OFF(recompute), 0, 0, "none|selective|full|op (op: torchtitan per-op)"},
-	{"recompute_layers", K_INT, OFF(recompute_layers), -1, 1 << 16, "with full: layers per stage recomputed (-1 all)"},
-	{"mbs", K_INT, OFF(mbs), 1, 1 << 16, "micro-batch size, sequences"},
-	{"gbs", K_INT, OFF(gbs), 0, 1 << 26, "global batch, sequences"},
-	{"seq", K_INT, OFF(seq), 1, 1 << 24, "sequence length, tokens"},
-	{"schedule", K_SCHED, OFF(schedule), 0, 0, "afab|1f1b|interleaved|zb-h1|zb-h2|zb-v|dualpipe|dualpipev|none"},
-	{"order", K_STR, OFF(order), 0, 0, "rank order innermost first, e.g. tp-cp-dp-pp"},
-	{"precision", K_PREC, OFF(precision), 0, 0, "bf16|fp16|fp8|fp32"},
-	{"fp32_grads", K_BOOL, OFF(fp32_grads), 0, 1, "fp32 gradient accumulation buffer"},
-	{"overlap_grad_reduce", K_BOOL, OFF(overlap_grad_reduce), 0, 1, "overlap DP gradient reduction with backward"},
-	{"overlap_param_gather", K_BOOL, OFF(overlap_param_gather), 0, 1, "overlap ZeRO parameter gathers with compute"},
-	{"overlap_tp_comm", K_BOOL, OFF(overlap_tp_comm), 0, 1, "overlap TP/SP collectives with GEMMs"},
-	{"flash_attn", K_BOOL, OFF(flash_attn), 0, 1, "fused (flash) attention; 0: unfused, s x s scores in memory"},
-	{"stage_layers", K_SPLIT, OFF(stage_layers), 0, 0, "layers per stage, comma separated"},
+	{"model", K_STR, OFF(model), 0, 0, "model profile name or config.json path", NULL},
+	{"gpu", K_STR, OFF(gpu), 0, 0, "hardware profile name or JSON path", NULL},
+	{"gpus", K_INT, OFF(gpus), 0, 1 << 20, "total GPUs (world size)", NULL},
+	{"gpus_per_node", K_INT, OFF(gpus_per_node), 0, 1024, "GPUs per node (default: the profile's)", NULL},
+	{"dp", K_INT, OFF(dp), 0, 1 << 20, "data-parallel degree (default: gpus/(tp*pp*cp))", NULL},
+	{"tp", K_INT, OFF(tp), 1, 1024, "tensor-parallel degree", NULL},
+	{"pp", K_INT, OFF(pp), 1, 4096, "pipeline-parallel degree", NULL},
+	{"cp", K_INT, OFF(cp), 1, 1024, "context-parallel degree", NULL},
+	{"ep", K_INT, OFF(ep), 1, 1 << 16, "expert-parallel degree (inside dp*cp)", NULL},
+	{"vpp", K_INT, OFF(vpp), 1, 256, "model chunks per pipeline rank (interleaved)", NULL},
+	{"sp", K_BOOL, OFF(sp), 0, 1, "sequence parallelism inside TP", NULL},
+	{"zero", K_INT, OFF(zero), 0, 3, "ZeRO stage 0-3", NULL},
+	{"recompute", K_RC, OFF(recompute), 0, 0, "none|selective|full|op (op: torchtitan per-op)", NULL},
+	{"recompute_layers", K_INT, OFF(recompute_layers), -1, 1 << 16, "with full: layers per stage recomputed (-1 all)", NULL},
+	{"mbs", K_INT, OFF(mbs), 1, 1 << 16, "micro-batch size, sequences", NULL},
+	{"gbs", K_INT, OFF(gbs), 0, 1 << 26, "global batch, sequences", NULL},
+	{"seq", K_INT, OFF(seq), 1, 1 << 24, "sequence length, tokens", NULL},
+	{"schedule", K_SCHED, OFF(schedule), 0, 0, "afab|1f1b|interleaved|zb-h1|zb-h2|zb-v|dualpipe|dualpipev|none", NULL},
+	{"order", K_STR, OFF(order), 0, 0, "rank order innermost first, e.g. tp-cp-dp-pp", NULL},
+	{"precision", K_PREC, OFF(precision), 0, 0, "bf16|fp16|fp8|fp32", NULL},
+	{"fp32_grads", K_BOOL, OFF(fp32_grads), 0, 1, "fp32 gradient accumulation buffer", NULL},
+	{"overlap_grad_reduce", K_BOOL, OFF(overlap_grad_reduce), 0, 1, "overlap DP gradient reduction with backward", NULL},
+	{"overlap_param_gather", K_BOOL, OFF(overlap_param_gather), 0, 1, "overlap ZeRO parameter gathers with compute", NULL},
+	{"overlap_tp_comm", K_BOOL, OFF(overlap_tp_comm), 0, 1, "overlap TP/SP collectives with GEMMs", NULL},
+	{"flash_attn", K_BOOL, OFF(flash_attn), 0, 1, "fused (flash) attention; 0: unfused, s x s scores in memory", NULL},
+	{"overlap_p2p", K_BOOL, OFF(overlap_p2p), 0, 1, "interleaved schedules: pipeline sends/receives overlapped with compute", NULL},
+	{"overlap_tp_bwd", K_BOOL, OFF(overlap_tp_bwd), 0, 1, "TP backward collectives overlapped with the other backward GEMM (Megatron default)", NULL},
+	{"reduce_per_mb", K_BOOL, OFF(reduce_per_mb), 0, 1, "ZeRO-2: reduce-scatter every micro-batch (DeepSpeed, FSDP); 0: once per step", NULL},
+	{"allocator", K_ENUM, OFF(allocator), 0, ALLOC_COUNT, "native|expandable (PyTorch expandable_segments)", alloc_names},
+	{"fp8_impl", K_ENUM, OFF(fp8_impl), 0, FP8_COUNT, "te|torchao: who runs the FP8 GEMMs", fp8_names},
+	{"framework", K_STR, OFF(framework), 0, 0, "framework whose documented defaults fill unset keys (profiles/frameworks)", NULL},
+	{"stage_layers", K_SPLIT, OFF(stage_layers), 0, 0, "layers per stage, comma separated", NULL},
 };
 #define NKEYS (sizeof(plan_keys) / sizeof(plan_keys[0]))
+_Static_assert(NKEYS <= 64, "plan.stated has one bit per key");
 
 static const char *const sched_names[SCHED_COUNT] = {
 	"none", "afab", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"};
@@ -60,6 +71,8 @@ static const char *const prec_names[PREC_COUNT] = {"bf16", "fp8", "fp32", "fp16"
 const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_names[s] : "?"; }
 const char *recompute_name(enum recompute r) { return (size_t)r < NRC ? rc_names[r] : "?"; }
 const char *precision_name(enum precision pr) { return (unsigned)pr < PREC_COUNT ? prec_names[pr] : "?"; }
+const char *allocator_name(int a) { return (unsigned)a < ALLOC_COUNT ? alloc_names[a] : "?"; }
+const char *fp8_impl_name(int f) { return (unsigned)f < FP8_COUNT ? fp8_names[f] : "?"; }
 
 int schedule_from_name(const char *name, enum schedule *s)
 {
@@ -82,6 +95,7 @@ void plan_defaults(struct plan *p)
 	p->overlap_grad_reduce = p->overlap_param_gather = 0; /* Megatron defaults: opt-in flags */
 	p->fp32_grads = 1;
 	p->flash_attn = 1;
+	p->reduce_per_mb = 1;
 }
 
 static const struct plan_key *find_key(const char *key)
@@ -90,6 +104,42 @@ static const struct plan_key *find_key(const char *key)
 		if (strcmp(plan_keys[i].name, key) == 0)
 			return &plan_keys[i];
 	return NULL;
+}
+
+int plan_key_index(const char *key)
+{
+	const struct plan_key *k = find_key(key);
+	return k ? (int)(k - plan_keys) : -1;
+}
+
+int plan_key_stated(const struct plan *p, const char *key)
+{
+	int i = plan_key_index(key);
+	return i >= 0 && (p->stated >> i & 1);
+}
+
+int plan_get(const struct plan *p, const char *key, char *out, size_t n)
+{
+	const struct plan_key *k = find_key(key);
+	if (!k || !n) return -1;
+	const char *base = (const char *)p;
+	int v = *(const int *)(base + k->off);
+	switch (k->type) {
+	case K_INT: case K_BOOL: snprintf(out, n, "%d", v); break;
+	case K_STR: snprintf(out, n, "%s", base + k->off); break;
+	case K_SCHED: snprintf(out, n, "%s", schedule_name(p->schedule)); break;
+	case K_RC: snprintf(out, n, "%s", recompute_name(p->recompute)); break;
+	case K_PREC: snprintf(out, n, "%s", precision_name(p->precision)); break;
+	case K_ENUM: snprintf(out, n, "%s", v >= 0 && v < k->hi ? k->names[v] : "?"); break;
+	case K_SPLIT: {
+		size_t len = 0;
+		out[0] = 0;
+		for (int i = 0; i < p->nstage_layers && len + 12 < n; i++)
+			len += (size_t)snprintf(out + len, n - len, "%s%d", i ? "," : "", p->stage_layers[i]);
+		break;
+	}
+	}
+	return 0;
 }
 
 static int parse_bool(const char *v, int *out)
@@ -146,6 +196,8 @@ static int set_order(struct plan *p, const char *v, char *err)
 	return 0;
 }
 
+static int set_value(struct plan *p, const struct plan_key *k, const char *key, const char *val, char *err);
+
 int plan_set(struct plan *p, const char *key, const char *val, char *err)
 {
 	const struct plan_key *k = find_key(key);
@@ -153,6 +205,13 @@ int plan_set(struct plan *p, const char *key, const char *val, char *err)
 		return errf(err, "plan: unknown key '%s'", key);
 	if (!val)
 		return errf(err, "plan: %s: missing value", key);
+	if (set_value(p, k, key, val, err)) return -1;
+	p->stated |= (uint64_t)1 << (k - plan_keys);
+	return 0;
+}
+
+static int set_value(struct plan *p, const struct plan_key *k, const char *key, const char *val, char *err)
+{
 	char *base = (char *)p;
 	long v;
 	int b;
@@ -187,6 +246,15 @@ int plan_set(struct plan *p, const char *key, const char *val, char *err)
 		return errf(err, "plan: precision: '%s' is not bf16, fp16, fp8 or fp32", val);
 	case K_SPLIT:
 		return parse_split(p, val, err);
+	case K_ENUM:
+		for (long i = 0; i < k->hi; i++)
+			if (!strcmp(val, k->names[i])) { *(int *)(base + k->off) = (int)i; return 0; }
+		{
+			char list[128] = "";
+			for (long i = 0; i < k->hi; i++)
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", k->names[i]);
+			return errf(err, "plan: %s: '%s' is not one of %s", key, val, list);
+		}
 	}
 	return errf(err, "plan: %s: internal error", key);
 }
@@ -249,6 +317,11 @@ static cJSON *plan_to_cjson(const struct plan *p)
 		case K_SCHED: cJSON_AddStringToObject(o, k->name, schedule_name(p->schedule)); break;
 		case K_RC: cJSON_AddStringToObject(o, k->name, recompute_name(p->recompute)); break;
 		case K_PREC: cJSON_AddStringToObject(o, k->name, precision_name(p->precision)); break;
+		case K_ENUM: {
+			int v = *(const int *)(base + k->off);
+			cJSON_AddStringToObject(o, k->name, v >= 0 && v < k->hi ? k->names[v] : "?");
+			break;
+		}
 		case K_SPLIT:
 			if (p->nstage_layers) cJSON_AddItemToObject(o, k->name, cJSON_CreateIntArray(p->stage_layers, p->nstage_layers));
 			break;

@@ -9,6 +9,7 @@
 #ifndef SCALEPLAN_PLAN_H
 #define SCALEPLAN_PLAN_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 struct model;
@@ -24,6 +25,13 @@ enum recompute { RC_NONE, RC_SELECTIVE, RC_FULL, RC_OP };
 /* fp16: with loss scaling, as Megatron-LM --fp16 and DeepSpeed run it; on these GPUs it runs at
  * the bf16 tensor-core peak with 2-byte tensors, so the model prices it as bf16 */
 enum precision { PREC_BF16, PREC_FP8, PREC_FP32, PREC_FP16, PREC_COUNT };
+/* PyTorch's CUDA caching allocator: native segments, or expandable_segments:True
+ * (PYTORCH_ALLOC_CONF), one growing mapping per stream */
+enum allocator { ALLOC_NATIVE, ALLOC_EXPANDABLE, ALLOC_COUNT };
+/* who runs FP8 GEMMs: Transformer Engine (casts fused into the producing kernels, FP8 copies of
+ * the GEMM inputs saved for backward, FP8 weights cached per step) or torchao's Float8Linear
+ * (dynamic per-tensor casts as separate kernels) */
+enum fp8_impl { FP8_TE, FP8_TORCHAO, FP8_COUNT };
 
 #define PLAN_MAX_STAGES 512
 #define PLAN_NAME_LEN 256
@@ -50,8 +58,18 @@ struct plan {
 	int overlap_param_gather;    /* ZeRO param all-gather overlapped with forward */
 	int overlap_tp_comm;         /* TP/SP collectives overlapped with GEMMs */
 	int flash_attn;              /* fused (flash) attention; 0: score matrix materialised */
+	int overlap_p2p;             /* interleaved schedules: P2P overlapped with compute */
+	int overlap_tp_bwd;          /* TP backward collectives overlapped with the other backward
+	                              * GEMM (Megatron's async dgrad/wgrad), without overlap_tp_comm */
+	int reduce_per_mb;           /* ZeRO-2: gradients reduce-scattered every micro-batch
+	                              * (DeepSpeed, FSDP); 0: accumulated in a full buffer, once per step */
+	int allocator;               /* enum allocator */
+	int fp8_impl;                /* enum fp8_impl */
+	char framework[PLAN_NAME_LEN]; /* profiles/frameworks/NAME.json whose documented defaults fill
+	                              * the keys a plan does not state (framework_apply) */
 	int nstage_layers;           /* 0 = balanced default split */
 	int stage_layers[PLAN_MAX_STAGES];
+	uint64_t stated;             /* bit plan_key_index(k): key k was given (plan_set) */
 };
 
 /* Defaults: all degrees 1, dp derived, zero 0, recompute none, mbs 1, seq 4096, bf16,
@@ -65,6 +83,13 @@ int plan_set(struct plan *p, const char *key, const char *val, char *err);
 /* Applies a JSON object with the same keys (numbers, strings or booleans). Unknown keys are
  * errors. "stage_layers" is an array of integers. */
 int plan_from_json(const char *text, struct plan *p, char *err);
+
+/* Index of a plan key (bit of plan.stated), -1 if there is no such key. */
+int plan_key_index(const char *key);
+/* Whether key was given to plan_set (a flag, a JSON plan key, a validation cell). */
+int plan_key_stated(const struct plan *p, const char *key);
+/* The value of key as text (the form plan_set accepts); -1 if there is no such key. */
+int plan_get(const struct plan *p, const char *key, char *out, size_t n);
 
 /* Writes the plan as one JSON object (no trailing newline). */
 void plan_write_json(const struct plan *p, FILE *f);
@@ -96,6 +121,8 @@ const char *schedule_name(enum schedule s);
 int schedule_from_name(const char *name, enum schedule *s);
 const char *recompute_name(enum recompute r);
 const char *precision_name(enum precision pr);
+const char *allocator_name(int a);
+const char *fp8_impl_name(int f);
 
 /* Help text listing every plan key, for the CLI verbs' --help. */
 void plan_print_flags_help(FILE *f);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include "sim/estimate.h"
+#include "sim/framework.h"
 #include "sim/hw.h"
 #include "sim/model.h"
 #include "sim/plan.h"
@@ -130,17 +131,20 @@ static int has(const char *hay, const char *needle)
 }
 
 /* Overlap settings are not columns; a row states them in its notes when the source lists them
- * (Megatron's --overlap-grad-reduce / --overlap-param-gather / --tp-comm-overlap, torchtitan's
- * AsyncTP). Unstated means the plan default (no overlap), except FSDP (zero 2/3), which
- * overlaps by construction in the estimate. */
+ * (Megatron's --overlap-grad-reduce / --overlap-param-gather / --tp-comm-overlap /
+ * --overlap-p2p-communication, torchtitan's AsyncTP). Stated here, they outrank the framework's
+ * defaults; unstated, the framework's defaults apply (row_framework). */
 static void notes_overlaps(const char *notes, struct plan *p)
 {
+	char err[ERR_LEN];
 	if (has(notes, "overlap of DP grad reduce") || has(notes, "overlap-grad-reduce") || has(notes, "overlap_grad_reduce"))
-		p->overlap_grad_reduce = 1;
+		plan_set(p, "overlap_grad_reduce", "1", err);
 	if (has(notes, "param gather") || has(notes, "overlap-param-gather") || has(notes, "overlap_param_gather"))
-		p->overlap_param_gather = 1;
+		plan_set(p, "overlap_param_gather", "1", err);
 	if (has(notes, "TP comm overlap") || has(notes, "tp-comm-overlap") || has(notes, "AsyncTP"))
-		p->overlap_tp_comm = 1;
+		plan_set(p, "overlap_tp_comm", "1", err);
+	if (has(notes, "PP comm overlap") || has(notes, "overlap-p2p-comm") || has(notes, "overlap_p2p_comm"))
+		plan_set(p, "overlap_p2p", "1", err);
 }
 
 /* the first year (1990-2099) written in a source name, 0 if none */
@@ -181,6 +185,54 @@ static void notes_mla(const char *notes, struct model *m, struct val_row *r)
 	add_assumed(r, "MLA dims from notes");
 }
 
+/* a plan key the row states or its framework documents */
+static int known(const struct val_row *r, const struct plan *p, const char *key)
+{
+	return plan_key_stated(p, key) || (r->fw_mask >> plan_key_index(key) & 1);
+}
+
+/* The row's framework fills the plan keys the row leaves unknown with its documented defaults
+ * (profiles/frameworks, sim/framework.h), and its documented rules that are not plain values:
+ * torchtitan splits the local batch into as many micro-batches as there are pipeline stages
+ * (parallelism.pipeline_parallel_microbatches defaults to the pp degree) and puts 2 stages on
+ * each rank of a multi-stage schedule. What is still unknown afterwards is completed in
+ * predict. Returns 0, or -1 with r->reason. */
+static int row_framework(struct val_row *r, struct plan *p, const char *sched_cell)
+{
+	char err[ERR_LEN];
+	if (!strcmp(r->framework, "torchtitan") && p->pp > 1) {
+		int local = p->dp > 0 ? p->gbs / p->dp : 0;
+		if (!plan_key_stated(p, "mbs") && local % p->pp == 0 && local / p->pp > 0) {
+			char v[16];
+			snprintf(v, sizeof(v), "%d", local / p->pp);
+			plan_set(p, "mbs", v, err);
+			add_assumed(r, "micro_batch = local batch / pp (torchtitan)");
+		}
+		if (!plan_key_stated(p, "vpp") && !strcmp(sched_cell, "interleaved")) {
+			plan_set(p, "vpp", "2", err);
+			add_assumed(r, "vpp 2 (torchtitan: 2 stages per rank)");
+		}
+	}
+	if (r->framework[0]) {
+		struct framework fw;
+		char applied[sizeof(r->assumed)] = "";
+		if (framework_load(r->framework, &fw, err) ||
+		    framework_apply(&fw, p, r->year, applied, sizeof(applied), &r->fw_mask, err) < 0) {
+			snprintf(r->reason, sizeof(r->reason), "framework: %s", err);
+			return -1;
+		}
+		if (applied[0]) add_assumed(r, applied);
+	}
+	/* an interleaved schedule whose chunks are unknown, and a pipeline whose schedule is
+	 * unknown: 1F1B, interleaved when chunks are stated (Megatron's reading of vpp > 1) */
+	if (p->pp > 1 && !known(r, p, "schedule")) {
+		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
+		add_assumed(r, p->vpp > 1 ? "schedule interleaved" : "schedule 1f1b");
+	}
+	if (!known(r, p, "precision")) add_assumed(r, "precision bf16");
+	return 0;
+}
+
 /* Fills model and plan from one row; returns 0, or -1 with r->reason. */
 static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct model *m, struct plan *p)
 {
@@ -214,118 +266,158 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	plan_defaults(p);
 	snprintf(p->model, sizeof(p->model), "%s", r->model);
 	snprintf(p->gpu, sizeof(p->gpu), "%s", r->gpu);
-	struct { int col; const char *key; } ints[] = {
+	struct { int col; const char *key; } cells[] = {
 		{C_NGPU, "gpus"}, {C_GPN, "gpus_per_node"}, {C_TP, "tp"}, {C_PP, "pp"}, {C_DP, "dp"}, {C_CP, "cp"},
-		{C_SEQ, "seq"}, {C_GBS, "gbs"}};
-	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
-		if (plan_set(p, ints[i].key, cell[ix[ints[i].col]], err)) { snprintf(r->reason, sizeof(r->reason), "%s", err); return -1; }
+		{C_SEQ, "seq"}, {C_GBS, "gbs"}, {C_MBS, "mbs"}, {C_EP, "ep"}, {C_VPP, "vpp"}, {C_SP, "sp"},
+		{C_ZERO, "zero"}, {C_RC, "recompute"}, {C_PREC, "precision"}};
+	for (size_t i = 0; i < sizeof(cells) / sizeof(cells[0]); i++) {
+		const char *c = cell[ix[cells[i].col]];
+		if ((*c || i < 8) && plan_set(p, cells[i].key, c, err)) goto bad; /* the first 8 are required */
+	}
 	if (p->gpus_per_node < 1) { /* the plan's 0 means "the profile's"; a row must say */
 		snprintf(r->reason, sizeof(r->reason), "gpus_per_node: '%.20s' is not a positive integer", cell[ix[C_GPN]]);
 		return -1;
 	}
-	const char *c;
-	/* A torchtitan run states its framework; its documented pipeline defaults fill the cells
-	 * it leaves empty: the local batch is split into as many micro-batches as there are
-	 * pipeline stages (--parallelism.pipeline_parallel_microbatches, default: the pp degree)
-	 * and a multi-stage schedule puts 2 stages on each rank (generate_split_points, below) */
-	int titan = !strcmp(r->framework, "torchtitan") || has(cell[ix[C_SOURCE]], "torchtitan") || has(cell[ix[C_NOTES]], "torchtitan");
-	int local = p->dp > 0 ? p->gbs / p->dp : 0;
-	if (*(c = cell[ix[C_MBS]])) { if (plan_set(p, "mbs", c, err)) goto bad; }
-	else if (titan && p->pp > 1 && local % p->pp == 0 && local / p->pp > 0) {
-		p->mbs = local / p->pp;
-		char what[64];
-		snprintf(what, sizeof(what), "micro_batch %d (torchtitan: pp micro-batches)", p->mbs);
-		add_assumed(r, what);
-	} else add_assumed(r, "micro_batch 1");
-	if (*(c = cell[ix[C_EP]])) { if (plan_set(p, "ep", c, err)) goto bad; }
-	else if (m->moe_experts) add_assumed(r, "ep 1");
-	if (*(c = cell[ix[C_VPP]])) { if (plan_set(p, "vpp", c, err)) goto bad; }
-	else if (p->pp > 1 && !strcmp(cell[ix[C_SCHED]], "interleaved")) {
-		/* an interleaved schedule needs at least 2 chunks per rank; 2 is also torchtitan's
-		 * default for a multi-stage schedule */
-		p->vpp = 2;
-		add_assumed(r, titan ? "vpp 2 (torchtitan: 2 stages per rank)" : "vpp 2 (interleaved, chunks not stated)");
-	} else if (p->pp > 1) add_assumed(r, "vpp 1");
-	if (*(c = cell[ix[C_SP]])) { if (plan_set(p, "sp", c, err)) goto bad; }
-	else if (p->tp > 1) add_assumed(r, "sp 0");
-	if (*(c = cell[ix[C_ZERO]])) { if (plan_set(p, "zero", c, err)) goto bad; }
-	else add_assumed(r, "zero 0");
-	/* plain data parallelism is PyTorch DDP (or its equivalent), whose bucketed all-reduce
-	 * runs during the backward by default [torch DDP docs: gradient bucketing overlaps
-	 * communication with the backward]; ZeRO-1 overlap is opt-in (notes say so when on) */
-	if (p->zero == 0) p->overlap_grad_reduce = 1;
-	if (*(c = cell[ix[C_RC]])) { if (plan_set(p, "recompute", c, err)) goto bad; }
-	else add_assumed(r, "recompute none");
-	c = cell[ix[C_SCHED]];
-	if (*c && strcmp(c, "none")) { if (plan_set(p, "schedule", c, err)) goto bad; }
-	else if (!*c && p->pp > 1) {
-		add_assumed(r, p->vpp > 1 ? "schedule interleaved" : "schedule 1f1b");
-		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
-	}
-	if (*(c = cell[ix[C_PREC]])) { if (plan_set(p, "precision", c, err)) goto bad; }
-	else add_assumed(r, "precision bf16");
+	const char *c = cell[ix[C_SCHED]];
+	if (*c && strcmp(c, "none") && plan_set(p, "schedule", c, err)) goto bad;
+	if (p->pp == 1 && plan_set(p, "schedule", "none", err)) goto bad;
 	notes_overlaps(cell[ix[C_NOTES]], p);
-	/* FlashAttention appeared in May 2022 and reached Megatron-LM (--use-flash-attn) and
-	 * DeepSpeed in 2023; a run published in 2022 or before, whose notes do not say flash,
-	 * computed attention unfused (KOR's 5as²b activation term is exactly that) */
-	int year = source_year(cell[ix[C_SOURCE]]);
-	if (year && year <= 2022 && !has(cell[ix[C_NOTES]], "flash")) {
-		p->flash_attn = 0;
-		add_assumed(r, "unfused attention (published before flash attention reached frameworks)");
-	}
 	/* FORMAT.md's "selective" also covers torchtitan's per-op selective checkpointing (the
 	 * notes say which): that is the plan's recompute op */
 	if (p->recompute == RC_SELECTIVE && has(cell[ix[C_NOTES]], "per-op selective")) {
 		p->recompute = RC_OP;
 		add_assumed(r, "recompute op (torchtitan per-op selective)");
 	}
-	r->rc_unknown = !*cell[ix[C_RC]];
-	return 0;
+	/* FlashAttention appeared in May 2022 and reached Megatron-LM (--use-flash-attn) and
+	 * DeepSpeed in 2023; a run published in 2022 or before, whose notes do not say flash,
+	 * computed attention unfused (KOR's 5as²b activation term is exactly that) */
+	r->year = source_year(cell[ix[C_SOURCE]]);
+	if (r->year && r->year <= 2022 && !has(cell[ix[C_NOTES]], "flash")) {
+		plan_set(p, "flash_attn", "0", err);
+		add_assumed(r, "unfused attention (published before flash attention reached frameworks)");
+	}
+	return row_framework(r, p, cell[ix[C_SCHED]]);
 bad:
 	snprintf(r->reason, sizeof(r->reason), "%s", err);
 	return -1;
 }
 
-/* what a run that ran proves about memory: its live tensors fit (see predict) */
-static int live_fits(const struct estimate *e) { return e->live_peak_bytes <= e->capacity_bytes; }
+/* The completion of the cells a row and its framework leave unknown: every combination of
+ * the candidate values below, and of them the fastest predicted plan whose memory fits (a
+ * published run that ran was a tuned run that fitted); for a run that did not fit (oom) the
+ * fastest whatever its memory (what its authors tried). Overlap switches nobody states are
+ * on: in the model an overlapped collective never costs more than an exposed one, so that is
+ * the fastest completion without a search. */
+#define FILL_MAX 6
+#define FILL_VALS 24
+struct fill {
+	const char *key[FILL_MAX];
+	char val[FILL_MAX][FILL_VALS][16];
+	int nval[FILL_MAX], nkeys;
+};
+
+static void fill_add(struct fill *f, const char *key, int lo, int hi, int (*keep)(int, const void *), const void *arg)
+{
+	int k = f->nkeys, n = 0;
+	for (int v = lo; v <= hi && n < FILL_VALS; v++)
+		if (!keep || keep(v, arg)) snprintf(f->val[k][n++], 16, "%d", v);
+	if (n) { f->key[k] = key; f->nval[k] = n; f->nkeys++; }
+}
+
+static int divides(int v, const void *arg) { return *(const int *)arg % v == 0; }
+
+/* ep: a divisor of dp*cp that divides the expert count */
+struct ep_arg { int dpcp, experts; };
+static int ep_ok(int v, const void *arg)
+{
+	const struct ep_arg *a = arg;
+	return a->dpcp % v == 0 && a->experts % v == 0;
+}
+
+static void fill_candidates(const struct val_row *r, const struct model *m, const struct plan *p, struct fill *f)
+{
+	memset(f, 0, sizeof(*f));
+	int local = p->dp > 0 && p->gbs % p->dp == 0 ? p->gbs / p->dp : 1;
+	if (!known(r, p, "mbs")) fill_add(f, "mbs", 1, local < 64 ? local : 64, divides, &local);
+	if (!known(r, p, "recompute")) {
+		int k = f->nkeys;
+		const char *rc[] = {"none", "selective", "full"};
+		for (int i = 0; i < 3; i++) snprintf(f->val[k][i], 16, "%s", rc[i]);
+		f->key[k] = "recompute"; f->nval[k] = 3; f->nkeys++;
+	}
+	if (!known(r, p, "vpp") && p->schedule == SCHED_INTERLEAVED) {
+		int per = m->layers / p->pp;
+		fill_add(f, "vpp", 2, per < 16 ? per : 16, divides, &per);
+	}
+	if (!known(r, p, "sp") && p->tp > 1) fill_add(f, "sp", 0, 1, NULL, NULL);
+	if (!known(r, p, "zero")) fill_add(f, "zero", 0, 3, NULL, NULL);
+	if (!known(r, p, "ep") && model_is_moe(m)) {
+		struct ep_arg a = {p->dp * p->cp, m->moe_experts};
+		fill_add(f, "ep", 1, a.dpcp < 4096 ? a.dpcp : 4096, ep_ok, &a);
+	}
+}
+
+/* Tries every completion; leaves the chosen one in *p and *e. Returns 0, or -1 with err when
+ * no completion is a valid plan. */
+static int complete_plan(struct val_row *r, const struct model *m, const struct hw *h, struct plan *p,
+			 struct estimate *e, char *err)
+{
+	static const char *const overlaps[] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
+					       "overlap_tp_bwd", "overlap_p2p"};
+	for (size_t i = 0; i < sizeof(overlaps) / sizeof(overlaps[0]); i++)
+		if (!known(r, p, overlaps[i])) {
+			plan_set(p, overlaps[i], "1", err);
+			p->stated &= ~((uint64_t)1 << plan_key_index(overlaps[i]));
+			r->filled_overlaps = 1;
+		}
+	struct fill f;
+	fill_candidates(r, m, p, &f);
+	int idx[FILL_MAX] = {0}, ok_row = !strcmp(r->status, "ok"), have = 0, have_fit = 0;
+	struct plan best = *p;
+	double best_tps = -1;
+	char e2[ERR_LEN] = "";
+	for (;;) {
+		struct plan q = *p;
+		struct estimate eq;
+		int bad = 0;
+		for (int k = 0; k < f.nkeys && !bad; k++) bad = plan_set(&q, f.key[k], f.val[k][idx[k]], e2) != 0;
+		if (!bad && !plan_resolve(&q, m, h, e2) && !plan_validate(&q, m, h, e2) && !estimate_plan(m, h, &q, &eq, e2)) {
+			int fits = eq.fits || !ok_row;
+			/* a fitting completion beats any that does not; among those that do not, the
+			 * smallest peak (closest to what ran) */
+			int better = !have || (fits && !have_fit) ||
+				     (fits == have_fit && (fits ? eq.tokens_per_s > best_tps : eq.peak_mem_bytes < e->peak_mem_bytes));
+			if (better) { best = q; *e = eq; best_tps = eq.tokens_per_s; have = 1; have_fit = fits; }
+		}
+		int k = 0;
+		while (k < f.nkeys && ++idx[k] == f.nval[k]) idx[k++] = 0;
+		if (k == f.nkeys) break;
+	}
+	if (!have) return errf(err, "%s", e2);
+	*p = best;
+	if (f.nkeys) {
+		char what[200] = "";
+		for (int k = 0; k < f.nkeys; k++) {
+			char v[32];
+			plan_get(p, f.key[k], v, sizeof(v));
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s %s", k ? ", " : "", f.key[k], v);
+		}
+		snprintf(what + strlen(what), sizeof(what) - strlen(what), " (%s)",
+			 !ok_row ? "fastest completion" : have_fit ? "fastest completion that fits" : "no completion fits: smallest peak");
+		add_assumed(r, what);
+	}
+	if (r->filled_overlaps) add_assumed(r, "unstated overlaps on (fastest)");
+	return 0;
+}
 
 static void predict(struct val_row *r, const struct model *m, struct plan *p, FILE *explain)
 {
 	struct hw h;
 	char err[ERR_LEN];
 	struct estimate e;
-	if (hw_load(r->gpu, &h, err) || plan_resolve(p, m, &h, err) || plan_validate(p, m, &h, err) ||
-	    estimate_plan(m, &h, p, &e, err)) {
+	if (hw_load(r->gpu, &h, err) || complete_plan(r, m, &h, p, &e, err)) {
 		snprintf(r->reason, sizeof(r->reason), "%s", err);
 		return;
-	}
-	/* An unknown recompute setting of a run that ran: the lightest mode under which the plan
-	 * fits (none, selective, full), since a run that did not fit could not have been measured.
-	 * What the run proves is that its live tensors fit: the caching allocator frees its cached
-	 * blocks and retries before it reports out-of-memory [PyTorch CUDA caching allocator,
-	 * release_cached_blocks on a failed cudaMalloc], so the fragmentation allowance of the
-	 * reserved-pool estimate is not part of this test. */
-	if (r->rc_unknown && !live_fits(&e) && !strcmp(r->status, "ok")) {
-		enum recompute modes[] = {RC_SELECTIVE, RC_FULL};
-		const char *names[] = {"selective", "full"};
-		int chosen = -1;
-		for (int i = 0; i < 2 && !live_fits(&e); i++) {
-			struct estimate e2;
-			p->recompute = modes[i];
-			if (plan_resolve(p, m, &h, err) || plan_validate(p, m, &h, err) || estimate_plan(m, &h, p, &e2, err))
-				break;
-			e = e2;
-			chosen = i;
-		}
-		if (chosen >= 0) { /* say which mode the prediction used, in place of "recompute none" */
-			char *at = strstr(r->assumed, "recompute none");
-			char rest[sizeof(r->assumed)];
-			snprintf(rest, sizeof(rest), "%s", at ? at + strlen("recompute none") : "");
-			if (at) *at = 0;
-			size_t n = strlen(r->assumed);
-			snprintf(r->assumed + n, sizeof(r->assumed) - n, "%srecompute %s (%s)%s", n && !at ? ", " : "",
-				 names[chosen], live_fits(&e) ? "none does not fit" : "no mode fits", rest);
-		}
 	}
 	if (explain) {
 		fprintf(explain, "%s: %s (%s)\n", r->id, r->model, r->source);
@@ -425,7 +517,6 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		int ok = row_measured(cell, ix, ix_step, r) == 0 && row_to_inputs(cell, ix, r, &m, &p) == 0;
 		for (int i = 0; ok && i < opts->nset; i++) { /* overrides (what-if on a row) */
 			if (plan_set(&p, opts->set_key[i], opts->set_val[i], err)) { rc = -1; goto out; }
-			if (!strcmp(opts->set_key[i], "recompute")) r->rc_unknown = 0;
 			char what[160];
 			snprintf(what, sizeof(what), "%s=%s", opts->set_key[i], opts->set_val[i]);
 			add_assumed(r, what);

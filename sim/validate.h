@@ -9,6 +9,7 @@
 #ifndef SCALEPLAN_VALIDATE_H
 #define SCALEPLAN_VALIDATE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 struct val_row {
@@ -22,14 +23,16 @@ struct val_row {
 	int num_gpus, seq, gbs;
 	int simulated;
 	char reason[300];          /* why not simulated */
-	char assumed[400];          /* defaults filled in for empty cells */
+	char assumed[1024];          /* defaults filled in for empty cells */
 	double meas_tps, meas_mem_gib; /* < 0 = not measured */
 	double pred_tps, pred_mem_gib, pred_step_s, pred_mfu;
 	double pred_peak_gib;
 	double pred_static_gib, pred_act_gib, pred_logits_gib, pred_buf_gib; /* parts of pred_mem_gib's rank */       /* peak over every rank kind (pred_mem_gib may be rank 0's) */
 	int pred_fits;
 	int excluded;              /* predicted, but left out of the scores (reason says why) */
-	int rc_unknown;            /* recompute cell empty: inferred from fit for ok rows */
+	int year;                  /* of the source (0 unknown): which framework defaults applied */
+	uint64_t fw_mask;          /* plan keys the row's framework filled (plan_key_index bits) */
+	int filled_overlaps;       /* overlap switches neither the row nor its framework states */
 	int mem_rank0;             /* measurement covers rank 0 only (compare the first stage) */
 	int mem_allocated;         /* mem_kind allocated: compare live tensors, not the reserved pool */
 };

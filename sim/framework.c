@@ -1,0 +1,181 @@
+/* framework — reader of profiles/frameworks/NAME.json and the one place its defaults are
+ * applied to a plan. Strict like the hardware profiles: unknown fields are errors, every
+ * value must be one the plan parser accepts, and every entry names its source. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "sim/embedded.h"
+#include "sim/framework.h"
+#include "sim/plan.h"
+#include "sim/util.h"
+
+/* "pp>1" -> key "pp", op ">", value "1" */
+static int parse_cond(const char *s, struct fw_entry *e)
+{
+	static const char *const ops[] = {"!=", ">=", "<=", "=", ">", "<"};
+	for (const char *c = s; *c; c++)
+		for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+			size_t n = strlen(ops[i]);
+			if (strncmp(c, ops[i], n)) continue;
+			size_t klen = (size_t)(c - s);
+			if (!klen || klen >= sizeof(e->cond_key) || strlen(c + n) >= sizeof(e->cond_value) || !c[n]) return -1;
+			memcpy(e->cond_key, s, klen);
+			e->cond_key[klen] = 0;
+			snprintf(e->cond_op, sizeof(e->cond_op), "%s", ops[i]);
+			snprintf(e->cond_value, sizeof(e->cond_value), "%s", c + n);
+			return 0;
+		}
+	return -1;
+}
+
+static int json_text(const cJSON *v, char *out, size_t n)
+{
+	if (cJSON_IsString(v)) snprintf(out, n, "%s", v->valuestring);
+	else if (cJSON_IsBool(v)) snprintf(out, n, "%d", cJSON_IsTrue(v) ? 1 : 0);
+	else if (cJSON_IsNumber(v) && v->valuedouble == (double)(long)v->valuedouble) snprintf(out, n, "%ld", (long)v->valuedouble);
+	else return -1;
+	return 0;
+}
+
+static int read_entry(const cJSON *o, const char *name, int idx, struct fw_entry *e, char *err)
+{
+	struct plan probe;
+	char e2[ERR_LEN];
+	memset(e, 0, sizeof(*e));
+	if (!cJSON_IsObject(o)) return errf(err, "framework %s: defaults[%d] must be an object", name, idx);
+	for (const cJSON *it = o->child; it; it = it->next) {
+		const char *k = it->string;
+		if (!strcmp(k, "key") || !strcmp(k, "source")) {
+			if (!cJSON_IsString(it) || !it->valuestring[0]) return errf(err, "framework %s: defaults[%d].%s must be a non-empty string", name, idx, k);
+			if (!strcmp(k, "key")) snprintf(e->key, sizeof(e->key), "%s", it->valuestring);
+			else snprintf(e->source, sizeof(e->source), "%s", it->valuestring);
+		} else if (!strcmp(k, "value")) {
+			if (json_text(it, e->value, sizeof(e->value))) return errf(err, "framework %s: defaults[%d].value must be a string, boolean or integer", name, idx);
+		} else if (!strcmp(k, "if")) {
+			if (!cJSON_IsString(it) || parse_cond(it->valuestring, e)) return errf(err, "framework %s: defaults[%d].if must read KEY OP VALUE (OP one of = != > >= < <=)", name, idx);
+		} else if (!strcmp(k, "since") || !strcmp(k, "until")) {
+			if (!cJSON_IsNumber(it) || it->valuedouble < 1990 || it->valuedouble > 2100 || it->valuedouble != (int)it->valuedouble)
+				return errf(err, "framework %s: defaults[%d].%s must be a year", name, idx, k);
+			*(k[0] == 's' ? &e->since : &e->until) = it->valueint;
+		} else {
+			return errf(err, "framework %s: defaults[%d]: unknown field '%s'", name, idx, k);
+		}
+	}
+	if (!e->key[0] || !e->value[0] || !e->source[0]) return errf(err, "framework %s: defaults[%d] needs key, value and source", name, idx);
+	plan_defaults(&probe);
+	if (plan_set(&probe, e->key, e->value, e2)) return errf(err, "framework %s: defaults[%d]: %s", name, idx, e2);
+	if (e->cond_key[0] && plan_key_index(e->cond_key) < 0) return errf(err, "framework %s: defaults[%d].if: no plan key '%s'", name, idx, e->cond_key);
+	return 0;
+}
+
+int framework_from_json(const char *text, const char *name, struct framework *fw, char *err)
+{
+	memset(fw, 0, sizeof(*fw));
+	snprintf(fw->name, sizeof(fw->name), "%s", name);
+	cJSON *o = cJSON_Parse(text);
+	if (!o) return errf(err, "framework %s: malformed JSON", name);
+	int rc = -1;
+	if (!cJSON_IsObject(o)) { errf(err, "framework %s: profile must be a JSON object", name); goto out; }
+	for (cJSON *it = o->child; it; it = it->next) {
+		if (!strcmp(it->string, "notes")) continue;
+		if (!strcmp(it->string, "name") || !strcmp(it->string, "describes")) {
+			if (!cJSON_IsString(it)) { errf(err, "framework %s: %s must be a string", name, it->string); goto out; }
+			if (it->string[0] == 'n') snprintf(fw->name, sizeof(fw->name), "%s", it->valuestring);
+			else snprintf(fw->describes, sizeof(fw->describes), "%s", it->valuestring);
+		} else if (!strcmp(it->string, "defaults")) {
+			if (!cJSON_IsArray(it)) { errf(err, "framework %s: defaults must be an array", name); goto out; }
+			for (cJSON *d = it->child; d; d = d->next) {
+				if (fw->n == FW_MAX_ENTRIES) { errf(err, "framework %s: more than %d defaults", name, FW_MAX_ENTRIES); goto out; }
+				if (read_entry(d, name, fw->n, &fw->e[fw->n], err)) goto out;
+				fw->n++;
+			}
+		} else {
+			errf(err, "framework %s: unknown key '%s'", name, it->string);
+			goto out;
+		}
+	}
+	if (!fw->describes[0]) { errf(err, "framework %s: missing 'describes'", name); goto out; }
+	rc = 0;
+out:
+	cJSON_Delete(o);
+	return rc;
+}
+
+int framework_load(const char *name_or_path, struct framework *fw, char *err)
+{
+	char key[300];
+	snprintf(key, sizeof(key), "frameworks/%s.json", name_or_path);
+	const char *text = strchr(name_or_path, '/') ? NULL : embedded_find(key);
+	if (text) return framework_from_json(text, name_or_path, fw, err);
+	if (!strchr(name_or_path, '/') && !strstr(name_or_path, ".json"))
+		return errf(err, "framework: unknown framework '%.64s' (not a built-in profile; give a JSON path)", name_or_path);
+	char *buf = read_file(name_or_path, 1 << 20, err);
+	if (!buf) return -1;
+	const char *base = strrchr(name_or_path, '/');
+	int rc = framework_from_json(buf, base ? base + 1 : name_or_path, fw, err);
+	free(buf);
+	return rc;
+}
+
+const char *const *framework_builtin_names(void)
+{
+	static const char *names[32];
+	static char store[32][48];
+	int n = 0;
+	for (const struct embedded_file *f = embedded_files; f->name && n < 31; f++) {
+		if (strncmp(f->name, "frameworks/", 11)) continue;
+		snprintf(store[n], sizeof(store[n]), "%.*s", (int)(strlen(f->name) - 16), f->name + 11);
+		names[n] = store[n];
+		n++;
+	}
+	names[n] = NULL;
+	return names;
+}
+
+static int cond_holds(const struct fw_entry *e, const struct plan *p)
+{
+	if (!e->cond_key[0]) return 1;
+	char have[64];
+	if (plan_get(p, e->cond_key, have, sizeof(have))) return 0;
+	char *end1, *end2;
+	double a = strtod(have, &end1), b = strtod(e->cond_value, &end2);
+	int numeric = *have && !*end1 && !*end2;
+	int cmp = numeric ? (a > b) - (a < b) : strcmp(have, e->cond_value);
+	const char *op = e->cond_op;
+	if (!strcmp(op, "=")) return cmp == 0;
+	if (!strcmp(op, "!=")) return cmp != 0;
+	if (!numeric) return 0;
+	if (!strcmp(op, ">")) return cmp > 0;
+	if (!strcmp(op, ">=")) return cmp >= 0;
+	if (!strcmp(op, "<")) return cmp < 0;
+	return cmp <= 0;
+}
+
+static int year_holds(const struct fw_entry *e, int year)
+{
+	if (!year) return !e->until;
+	return (!e->since || year >= e->since) && (!e->until || year <= e->until);
+}
+
+int framework_apply(const struct framework *fw, struct plan *p, int year, char *applied, size_t n,
+		    uint64_t *mask, char *err)
+{
+	uint64_t given = p->stated, done = 0;
+	int count = 0;
+	for (int i = 0; i < fw->n; i++) {
+		const struct fw_entry *e = &fw->e[i];
+		int k = plan_key_index(e->key);
+		if (k < 0 || (given >> k & 1) || (done >> k & 1) || !cond_holds(e, p) || !year_holds(e, year)) continue;
+		if (plan_set(p, e->key, e->value, err)) return -1;
+		done |= (uint64_t)1 << k;
+		count++;
+		if (applied) {
+			size_t len = strlen(applied);
+			snprintf(applied + len, n - len, "%s%s %s (%s)", len ? ", " : "", e->key, e->value, fw->name);
+		}
+	}
+	p->stated = given;
+	if (mask) *mask |= done;
+	return count;
+}

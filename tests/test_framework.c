@@ -1,0 +1,96 @@
+/* framework profiles (profiles/frameworks): every built-in one loads; applying one fills only
+ * the keys a plan does not state, first matching entry per key, conditions on the plan and
+ * bounds on the run's year honoured; malformed profiles are refused with the field named.
+ * Expected values are the documented defaults the profiles cite (frameworks.md §3-8). */
+#include <string.h>
+#include "sim/framework.h"
+#include "sim/plan.h"
+#include "sim/util.h"
+#include "tests/test.h"
+
+static void test_builtin(void)
+{
+	char err[ERR_LEN];
+	int n = 0;
+	for (const char *const *nm = framework_builtin_names(); *nm; nm++, n++) {
+		struct framework fw;
+		CHECK(framework_load(*nm, &fw, err) == 0, "framework %s loads: %s", *nm, err);
+		CHECK(!strcmp(fw.name, *nm), "framework %s names itself %s", *nm, fw.name);
+		for (int i = 0; i < fw.n; i++) CHECK(fw.e[i].source[0], "%s entry %d has a source", *nm, i);
+	}
+	/* FORMAT.md's framework names, each with a profile */
+	const char *want[] = {"megatron-lm", "megatron-core", "nemo", "megatron-bridge", "megatron-deepspeed", "deepspeed",
+			      "nanotron", "torchtitan", "nemo-automodel", "llm-foundry", "megascale", "other"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct framework fw;
+		CHECK(framework_load(want[i], &fw, err) == 0, "FORMAT.md framework %s has a profile: %s", want[i], err);
+	}
+	CHECK(n >= 12, "%d built-in framework profiles", n);
+}
+
+static void test_apply(void)
+{
+	char err[ERR_LEN], applied[512] = "";
+	struct framework fw;
+	struct plan p;
+	/* torchtitan: FSDP2 keeps parameters after the forward under PP (zero 2), reshards
+	 * without (zero 3); a stated zero is kept */
+	CHECK(framework_load("torchtitan", &fw, err) == 0, "%s", err);
+	plan_defaults(&p);
+	plan_set(&p, "pp", "4", err);
+	uint64_t mask = 0;
+	int n = framework_apply(&fw, &p, 0, applied, sizeof(applied), &mask, err);
+	CHECK(n > 0 && p.zero == 2 && p.allocator == ALLOC_EXPANDABLE && p.fp8_impl == FP8_TORCHAO, "torchtitan pp 4: zero %d alloc %d", p.zero, p.allocator);
+	CHECK(strstr(applied, "zero 2 (torchtitan)") && (mask >> plan_key_index("zero") & 1), "applied list: %s", applied);
+	CHECK(!plan_key_stated(&p, "zero") && plan_key_stated(&p, "pp"), "applied keys stay unstated");
+	plan_defaults(&p);
+	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.zero == 3, "torchtitan pp 1: zero %d", p.zero);
+	plan_defaults(&p);
+	plan_set(&p, "zero", "1", err);
+	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.zero == 1, "a stated zero is kept: %d", p.zero);
+	/* nemo: distributed optimizer, overlaps on, bf16 gradient reduction, expandable segments */
+	CHECK(framework_load("nemo", &fw, err) == 0, "%s", err);
+	plan_defaults(&p);
+	plan_set(&p, "tp", "4", err);
+	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.zero == 1 && p.sp && p.overlap_grad_reduce &&
+	      p.overlap_param_gather && p.overlap_tp_comm && !p.fp32_grads && p.allocator == ALLOC_EXPANDABLE && !p.reduce_per_mb,
+	      "nemo defaults");
+	/* megatron-lm: fp16 runs reduce fp16 gradients, bf16 runs fp32; the asynchronous TP
+	 * all-reduce arrived late 2021 */
+	CHECK(framework_load("megatron-lm", &fw, err) == 0, "%s", err);
+	plan_defaults(&p);
+	plan_set(&p, "precision", "fp16", err);
+	CHECK(framework_apply(&fw, &p, 2021, NULL, 0, NULL, err) > 0 && !p.fp32_grads && !p.overlap_tp_bwd, "megatron-lm fp16 2021");
+	plan_defaults(&p);
+	CHECK(framework_apply(&fw, &p, 2022, NULL, 0, NULL, err) > 0 && p.fp32_grads && p.overlap_tp_bwd, "megatron-lm bf16 2022");
+	plan_defaults(&p);
+	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.overlap_tp_bwd, "megatron-lm today: the newest entry");
+}
+
+static void test_malformed(void)
+{
+	char err[ERR_LEN];
+	struct framework fw;
+	const char *cases[][2] = {
+		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"frobnicate\",\"value\":1,\"source\":\"s\"}]}", "unknown key 'frobnicate'"},
+		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"zero\",\"value\":7,\"source\":\"s\"}]}", "zero"},
+		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"zero\",\"value\":1}]}", "needs key, value and source"},
+		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"zero\",\"value\":1,\"source\":\"s\",\"if\":\"pp\"}]}", "KEY OP VALUE"},
+		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"zero\",\"value\":1,\"source\":\"s\",\"if\":\"nokey>1\"}]}", "no plan key 'nokey'"},
+		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"zero\",\"value\":1,\"source\":\"s\",\"when\":1}]}", "unknown field 'when'"},
+		{"{\"defaults\":[]}", "missing 'describes'"},
+		{"{\"describes\":\"x\",\"extra\":1}", "unknown key 'extra'"},
+		{"[1]", "must be a JSON object"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK(framework_from_json(cases[i][0], "t", &fw, err) && strstr(err, cases[i][1]), "case %zu: want '%s', got '%s'", i, cases[i][1], err);
+	CHECK(framework_load("no-such-framework", &fw, err) && strstr(err, "unknown framework"), "%s", err);
+}
+
+int main(void)
+{
+	test_builtin();
+	test_apply();
+	test_malformed();
+	return test_summary("test_framework");
+}
