@@ -180,11 +180,13 @@ static double pipeline_span(const struct plan *p, int mb, const struct rank_work
 		/* fill and drain walk every stage once; steady state runs at the slowest stage
 		 * [MEG §2.2.1] */
 		span = (mb - 1) * Tmax + sum;
-		*pp_exposed = (2 * (pp - 1) + 2 * mb) * t_p2p;
+		*pp_exposed = (2 * (pp - 1) + (p->overlap_p2p ? 0 : 2 * mb)) * t_p2p;
 		break;
 	case SCHED_INTERLEAVED:
 		span = mb * Tmax + (sum / np) * (pp - 1) / v; /* bubble (p−1)/(v·m) [MEG §2.2.2] */
-		*pp_exposed = (2 * (pp - 1) + 2 * mb * v) * t_p2p;
+		/* overlapped P2P (Megatron overlap_p2p_comm) waits only on the fill and drain
+		 * chains; blocking P2P waits on every send and receive */
+		*pp_exposed = (2 * (pp - 1) + (p->overlap_p2p ? 0 : 2 * mb * v)) * t_p2p;
 		break;
 	case SCHED_ZBH1: /* (p−1)(F+B−W) [ZB Table 2] */
 		span = mb * Tmax + (pp - 1) * fmax(0, Fm + Bm - Wm);
@@ -303,7 +305,9 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	/* the last bucket cannot overlap; Megatron's bucket is max(40M, 1M·dp) params [TV-G4] */
 	double bucket = fmax(40e6, 1e6 * n) / fmax(1, w->params);
 	double tail = t_red * fmin(1, bucket);
-	if (p->zero <= 1) {
+	if (p->zero <= 1 || (p->zero == 2 && !p->reduce_per_mb)) {
+		/* once per step: ZeRO-0/1, and ZeRO-2 whose gradients accumulate in a full buffer
+		 * (Megatron's distributed optimizer) */
 		*total = t_red + t_ag;
 		double red_exp = p->overlap_grad_reduce ? fmax(tail, t_red - 0.9 * bwd_mb) : t_red;
 		double ag_exp = p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag;
@@ -344,18 +348,36 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	}
 }
 
+/* bytes per parameter of the weights a rank holds: FP8 through Transformer Engine keeps the
+ * bf16 weights and caches their FP8 row- and column-wise copies for the step (2 bytes;
+ * is_first_microbatch, TE linear.py), or with FP8 primary weights (fp8_params) only the two FP8
+ * copies; torchao casts on the fly and keeps none [frameworks.md §3.4] */
+static double weight_bytes(const struct plan *p)
+{
+	if (p->precision == PREC_FP32) return 4;
+	if (p->precision != PREC_FP8 || p->fp8_impl == FP8_TORCHAO) return 2;
+	return p->fp8_params ? 2 : 4;
+}
+
+double estimate_frag_factor(const struct hw *h, const struct plan *p)
+{
+	return p->allocator == ALLOC_EXPANDABLE ? h->frag_expandable : h->frag_native;
+}
+
 static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, struct rank_est *k)
 {
 	const struct plan *p = c->p;
 	const struct hw *h = c->h;
-	double pb = p->precision == PREC_FP32 ? 4 : p->precision == PREC_FP8 ? 3 : 2;
 	double gb = p->fp32_grads || p->precision == PREC_FP32 ? 4 : 2;
 	double ob = p->precision == PREC_FP32 ? 8 : 12; /* fp32 master + Adam m, v [ZERO §3.1] */
 	double nd = c->dpcp, ne = c->edp;
 	double shard = w->params_dense / nd + w->params_expert / ne;
+	/* gradients are sharded under ZeRO-3, and under ZeRO-2 when they are reduce-scattered
+	 * every micro-batch; accumulated over the step (Megatron's buffer) they are whole */
+	int grads_sharded = p->zero >= 3 || (p->zero == 2 && p->reduce_per_mb);
 	k->params = w->params;
-	k->weights_bytes = pb * (p->zero >= 3 ? shard : w->params);
-	k->grads_bytes = gb * (p->zero >= 2 ? shard : w->params);
+	k->weights_bytes = weight_bytes(p) * (p->zero >= 3 ? shard : w->params);
+	k->grads_bytes = gb * (grads_sharded ? shard : w->params);
 	k->optim_bytes = ob * (p->zero >= 1 ? shard : w->params);
 	double w_ratio = w->act_mb > 0 ? w->act_w_mb / w->act_mb : 0;
 	k->act_inflight = inflight(p, r, c->mb, w_ratio);
@@ -371,9 +393,11 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 		buf += gb * fmin(w->params, fmax(40e6, 1e6 * nd));
 	k->buffers_bytes = buf;
 	double dyn = k->act_bytes + k->logits_bytes + k->buffers_bytes;
-	k->overhead_bytes = h->overhead_bytes + (h->frag_factor - 1) * dyn;
-	k->peak_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + dyn + k->overhead_bytes;
-	k->live_bytes = k->peak_bytes - (h->frag_factor - 1) * dyn;
+	/* live tensors (max_memory_allocated), then the caching allocator's reserved pool: its
+	 * fragmentation allowance on what is allocated and freed every step */
+	k->live_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + dyn + h->workspace_bytes;
+	k->overhead_bytes = h->workspace_bytes + (estimate_frag_factor(h, p) - 1) * dyn;
+	k->peak_bytes = k->live_bytes - h->workspace_bytes + k->overhead_bytes;
 }
 
 /* span of one step's pipeline (bubble and exposed P2P included) over the sampled ranks */
@@ -490,12 +514,17 @@ static void step_totals(const struct ectx *c, const struct rank_work *w, int np,
 	e->hfu = e->hw_flops_per_step / (step * p->gpus * h->peak_bf16_flops);
 	/* device memory the caching allocator cannot use, so max_memory_reserved never shows it:
 	 * the CUDA context, and NCCL's channel buffers, allocated per communicator on its first
-	 * collective, linear in the channel count and flat beyond two nodes [NVIDIA/nccl#986]
-	 * (1.6 GB for one all-reduce communicator, about 6 GB with three [NVIDIA/nccl#864];
-	 * 3.3 GB for one all-to-all communicator on 8×H100 [NVIDIA/nccl#1685]). A rank uses the
-	 * world communicator (loss, logging) and one per parallel group larger than one. */
-	e->nccl_comms = 1 + (p->tp > 1) + (p->pp > 1) + (p->cp > 1) + (p->dp > 1) + (p->ep > 1) + (p->ep > 1 && c->edp > 1);
-	e->nonpool_bytes = h->context_bytes + e->nccl_comms * h->nccl_comm_bytes;
+	 * collective, linear in the channel count and flat beyond two nodes [NVIDIA/nccl#986].
+	 * A rank uses the world communicator (loss, logging) and one per parallel group larger
+	 * than one. */
+	/* ... and the model-parallel (tp x pp) group over which the gradient norm is all-reduced,
+	 * a communicator of its own even when it has the ranks of another (Megatron
+	 * parallel_state's model-parallel group, clip_grad_norm_fp32; nanotron's mp_pg) */
+	e->nccl_comms = 1 + (p->tp > 1) + (p->pp > 1) + (p->cp > 1) + (p->dp > 1) + (p->ep > 1) + (p->ep > 1 && c->edp > 1) +
+			((long)p->tp * p->pp > 1);
+	/* each communicator: nccl_channels channels of nccl_conns connections, each holding the
+	 * buffers of every protocol (hw profile "nccl" source) */
+	e->nonpool_bytes = h->context_bytes + e->nccl_comms * (double)h->nccl_channels * h->nccl_conns * h->nccl_conn_bytes;
 	e->capacity_bytes = h->hbm_bytes - e->nonpool_bytes;
 	e->fits = e->peak_mem_bytes <= e->capacity_bytes;
 }

@@ -32,10 +32,10 @@ struct rank_est {
 	double act_inflight;     /* micro-batches (stage-equivalents) in flight at the peak */
 	double logits_bytes;     /* fp32 logits / loss buffers (last stage) */
 	double buffers_bytes;    /* ZeRO-3 gather, DP buckets, CP/EP/TP comm buffers */
-	double overhead_bytes;   /* CUDA context, allocator reserve, fragmentation */
+	double overhead_bytes;   /* GEMM workspaces and the allocator's fragmentation allowance */
 	double peak_bytes;
 	double live_bytes;       /* peak of live tensors (max_memory_allocated): peak_bytes less the
-	                          * fragmentation allowance on dynamic memory */
+	                          * allocator's fragmentation allowance on dynamic memory */
 	/* time per step, seconds (compute_s includes recompute_s) */
 	double compute_s, recompute_s;
 	double tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s; /* exposed parts */
@@ -65,6 +65,9 @@ struct estimate {
 
 int estimate_plan(const struct model *m, const struct hw *h, const struct plan *p,
 		  struct estimate *e, char *err);
+
+/* The caching allocator's reserved/live ratio on dynamic memory for the plan's allocator mode. */
+double estimate_frag_factor(const struct hw *h, const struct plan *p);
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f);
 

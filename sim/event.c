@@ -223,18 +223,18 @@ static void step_parts(const struct estimate *e, struct event_sim *o, double opt
 
 /* Static memory re-assembled from the estimate's parts so that fragmentation scales only
  * what is dynamic: the estimate's peak is weights + grads + optimizer + frag·(activations +
- * logits + buffers) + fixed overhead, of which the engine supplies the activations. */
+ * logits + buffers) + workspaces, of which the engine supplies the activations. */
 static void per_rank(const struct hw *h, const struct estimate *e, const struct plan *p, struct event_sim *o)
 {
 	o->peak_mem_bytes = 0;
-	o->act_scale = h->frag_factor > 0 ? h->frag_factor : 1;
+	o->act_scale = estimate_frag_factor(h, p);
 	for (int r = 0; r < o->r.nranks; r++) {
 		struct event_rank *x = &o->rank[r];
 		const struct engine_rank *er = &o->r.rank[r];
 		x->kind = event_kind_of_rank(e, r, p->pp);
 		const struct rank_est *k = &e->kind[x->kind];
 		x->static_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes +
-				  o->act_scale * (k->logits_bytes + k->buffers_bytes) + h->overhead_bytes;
+				  o->act_scale * (k->logits_bytes + k->buffers_bytes) + h->workspace_bytes;
 		x->peak_act_bytes = er->peak_act_bytes;
 		x->peak_bytes = x->static_bytes + o->act_scale * x->peak_act_bytes;
 		x->bubble_fraction = er->bubble_fraction;

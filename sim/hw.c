@@ -33,10 +33,11 @@ static const struct hw_field fields[] = {
 	{"attn_eff", HOFF(attn_eff), 1, 0.01, 1, 0},
 	{"mem_eff", HOFF(mem_eff), 1, 0.01, 1, 0},
 	{"comm_eff", HOFF(comm_eff), 1, 0.01, 1, 0},
-	{"overhead_gib", HOFF(overhead_bytes), 1073741824.0, 0, 1e3, 0},
-	{"frag_factor", HOFF(frag_factor), 1, 1, 3, 0},
-	{"context_gib", HOFF(context_bytes), 1073741824.0, 0, 1e3, 1},
-	{"nccl_comm_gib", HOFF(nccl_comm_bytes), 1073741824.0, 0, 1e3, 1},
+	{"workspace_mib", HOFF(workspace_bytes), 1048576.0, 0, 1e6, 0},
+	{"alloc_frag_native", HOFF(frag_native), 1, 1, 4, 0},
+	{"alloc_frag_expandable", HOFF(frag_expandable), 1, 1, 4, 0},
+	{"context_gib", HOFF(context_bytes), 1073741824.0, 0, 1e3, 0},
+	{"nccl_conn_mib", HOFF(nccl_conn_bytes), 1048576.0, 0, 1e4, 0},
 	{"step_overhead_ms", HOFF(step_overhead_s), 1e-3, 0, 1e5, 0},
 	{"kernel_overhead_us", HOFF(kernel_overhead_s), 1e-6, 0, 1e5, 0},
 };
@@ -58,6 +59,12 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 			snprintf(h->name, sizeof(h->name), "%s", it->valuestring);
 			continue;
 		}
+		if (!strcmp(it->string, "nccl_channels") || !strcmp(it->string, "nccl_conns_per_channel")) {
+			if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 64 || it->valuedouble != (int)it->valuedouble)
+				{ errf(err, "gpu %s: %s must be an integer in [1, 64]", name, it->string); goto out; }
+			*(it->string[5] == 'c' && it->string[6] == 'h' ? &h->nccl_channels : &h->nccl_conns) = it->valueint;
+			continue;
+		}
 		if (!strcmp(it->string, "gpus_per_node")) {
 			if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 1024 || it->valuedouble != (int)it->valuedouble)
 				{ errf(err, "gpu %s: gpus_per_node must be an integer in [1, 1024]", name); goto out; }
@@ -75,6 +82,8 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 		*(double *)((char *)h + fields[i].off) = v * fields[i].scale;
 	}
 	if (!h->gpus_per_node) { errf(err, "gpu %s: missing required field gpus_per_node", name); goto out; }
+	if (!h->nccl_channels) { errf(err, "gpu %s: missing required field nccl_channels", name); goto out; }
+	if (!h->nccl_conns) { errf(err, "gpu %s: missing required field nccl_conns_per_channel", name); goto out; }
 	for (size_t i = 0; i < NFIELDS; i++)
 		if (!fields[i].optional && !cJSON_GetObjectItemCaseSensitive(o, fields[i].key))
 			{ errf(err, "gpu %s: missing required field %s", name, fields[i].key); goto out; }

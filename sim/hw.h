@@ -24,10 +24,13 @@ struct hw {
 	double attn_eff;          /* fraction of peak flash attention reaches */
 	double mem_eff;           /* fraction of HBM bandwidth element-wise kernels reach */
 	double comm_eff;          /* busbw derating when collectives share SMs with compute */
-	double overhead_bytes;    /* allocator reserve inside the pool not available to tensors */
-	double frag_factor;       /* allocator fragmentation multiplier on activations and buffers */
+	double workspace_bytes;   /* GEMM library workspaces, allocated through the pool */
+	double frag_native;       /* PyTorch's native caching allocator: reserved/live on dynamic memory */
+	double frag_expandable;   /* the same with expandable_segments:True */
 	double context_bytes;     /* CUDA context and library handles, outside the allocator's pool */
-	double nccl_comm_bytes;   /* NCCL channel buffers per communicator a rank uses, outside the pool */
+	int nccl_channels;        /* NCCL channels of a communicator on this fabric */
+	int nccl_conns;           /* connections per channel (ring peers and tree parent/children) */
+	double nccl_conn_bytes;   /* NCCL buffers of one connection (all protocols), outside the pool */
 	double step_overhead_s;   /* fixed per-step host/launch overhead */
 	double kernel_overhead_s; /* per-layer-op launch/synchronisation overhead */
 };

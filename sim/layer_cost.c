@@ -24,6 +24,7 @@ struct dims {
 /* Compute times the communication and recompute terms are set against. */
 struct compute {
 	double g, gflops;           /* linear layers: forward GEMM time and FLOPs */
+	double g_col;               /* of which the column-parallel GEMMs (QKV, FC1 / gate-up) */
 	double a_f, a_b, attn_flops;/* attention core */
 	double e_f, e_b;            /* element-wise traffic */
 };
@@ -71,18 +72,24 @@ static void linear_time(const struct ectx *c, const struct dims *d, struct compu
 	const struct plan *p = c->p;
 	double t = d->t, T = d->T, H = d->H, qd = d->qd, kvd = d->kvd, mult = d->mlp_mult, width = d->width;
 	double g = 0, gflops = 0;
+	double col = 0;
 	if (m->kv_lora_rank) {
 		/* MLA: treat as one projection block of its parameter count, column-parallel */
-		g += gemm_t(c, T, d->lp.attn / H / t, H, 1);
+		col += gemm_t(c, T, d->lp.attn / H / t, H, 1);
+		g += col;
 		gflops += 2 * T * d->lp.attn / t;
 	} else {
-		g += gemm_t(c, T, (qd + 2 * kvd) / t, H, 1) + gemm_t(c, T, H, qd / t, 1);
+		col += gemm_t(c, T, (qd + 2 * kvd) / t, H, 1);
+		g += col + gemm_t(c, T, H, qd / t, 1);
 		gflops += 2 * T * H * (2 * qd + 2 * kvd) / t;
 	}
 	if (width > 0) {
-		g += gemm_t(c, T, (mult - 1) * width / t, H, 1) + gemm_t(c, T, H, width / t, 1);
+		double up = gemm_t(c, T, (mult - 1) * width / t, H, 1);
+		col += up;
+		g += up + gemm_t(c, T, H, width / t, 1);
 		gflops += 2 * T * H * mult * width / t;
 	}
+	cm->g_col = col;
 	if (d->moe) {
 		/* routed experts: T·k token copies spread evenly over the EP group; each rank runs
 		 * E/ep local experts, each on T·k·ep/E tokens (perfect balance) */
@@ -164,8 +171,18 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 		double fe = d->moe ? m->moe_ffn_hidden * (double)m->moe_topk + width : width;
 		double in = H + qd / t + H + fe / t, out = (qd + 2 * kvd) / t + H + (mult - 1) * fe / t + H;
 		double wts = (d->lp.attn + d->lp.mlp) / t + d->lp.experts / (c->p->ep * t);
-		e_f += elem_t(c, T * 5 * in + 5 * wts);
-		e_b += elem_t(c, T * (5 * out + 2 * in) + 2 * wts);
+		if (c->p->fp8_impl == FP8_TE) {
+			/* Transformer Engine with delayed scaling takes the scale from the amax
+			 * history (no extra pass): an input is read once and written as its row- and
+			 * column-wise FP8 copies (2 + 2 bytes), an output gradient likewise by the fused
+			 * cast-transpose, and the weights are cast once per step, on the first
+			 * micro-batch, then cached (is_first_microbatch) [frameworks.md §3.4] */
+			e_f += elem_t(c, T * 4 * in + 4 * wts / c->mb);
+			e_b += elem_t(c, T * 4 * out);
+		} else {
+			e_f += elem_t(c, T * 5 * in + 5 * wts);
+			e_b += elem_t(c, T * (5 * out + 2 * in) + 2 * wts);
+		}
 	}
 	cm->e_f = e_f;
 	cm->e_b = e_b;
@@ -208,16 +225,26 @@ static void compute_cost(const struct ectx *c, const struct dims *d, struct comp
 /* TP/SP: 2 all-reduces (or all-gather + reduce-scatter pairs) per block forward and 2
  * backward, each of the full activation b·s·h [MEG §3.2; KOR §4.2.2]; a recomputed forward
  * repeats the forward's 2 (added per block in estimate.c) */
-static void tp_cost(const struct ectx *c, const struct dims *d, double g, struct layer_cost *lc)
+static void tp_cost(const struct ectx *c, const struct dims *d, const struct compute *cm, struct layer_cost *lc)
 {
 	const struct plan *p = c->p;
 	if (p->tp <= 1) return;
-	double t = d->t, S = d->E * d->T * d->H;
+	double t = d->t, S = d->E * d->T * d->H, g = cm->g;
 	double ar = coll_time(c->h, COLL_ALLREDUCE, S, p->tp, c->tp_nodes);
 	double cf = 2 * ar, cb = 2 * ar;
 	if (!p->overlap_tp_comm) {
 		lc->tp_f = cf;
 		lc->tp_b = cb;
+		if (p->overlap_tp_bwd) {
+			/* Megatron's asynchronous TP backward: the input-gradient all-reduce (SP: its
+			 * reduce-scatter) of the column-parallel layers (QKV, FC1) runs under their
+			 * weight-gradient GEMMs [MCODE layers.py, frameworks.md §3.5]. Without SP that
+			 * is all the backward's TP traffic; with SP the gradient all-gathers of the
+			 * row-parallel layers, half of it, stay exposed. What overlaps costs 10 % of its
+			 * length, as elsewhere. */
+			double over = p->sp ? cb / 2 : cb, win = cm->g_col;
+			lc->tp_b = cb - over + fmax(0, over - 0.9 * win) + 0.1 * fmin(over, win);
+		}
 		return;
 	}
 	/* overlapped TP (Megatron TE userbuffers, PyTorch async-TP) splits each collective into
@@ -308,6 +335,15 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 		act += E * tok * (2 * H + mult * m->moe_ffn_hidden / t) + 4.0 * T * m->moe_experts;
 		a_lin += E * tok * (H + m->moe_ffn_hidden / t);
 	}
+	if (p->precision == PREC_FP8 && p->fp8_impl == FP8_TE) {
+		/* TE keeps only the column-wise FP8 copy (1 byte) of a GEMM input for the backward
+		 * [TE linear.py; frameworks.md §3.4]: the QKV, FC1 and FC2 inputs (and the experts')
+		 * shrink to half; the O projection saves its FP8 input beside the attention output
+		 * that flash attention keeps in bf16 */
+		double fp8_in = E * T * (2 * H / sp + width / t) + (d->moe ? E * T * m->moe_topk * (H + m->moe_ffn_hidden / t) : 0);
+		act -= 0.5 * fp8_in - 0.5 * E * T * qd / t;
+		a_lin = 0.5 * a_lin;
+	}
 	lc->act_full = act;
 	lc->act_w = a_lin;
 	lc->act_ckpt = E * T * H / sp;
@@ -331,7 +367,7 @@ void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	memset(lc, 0, sizeof(*lc));
 	dims_init(c, moe, &d);
 	compute_cost(c, &d, &cm, lc);
-	tp_cost(c, &d, cm.g, lc);
+	tp_cost(c, &d, &cm, lc);
 	cp_cost(c, &d, &cm, lc);
 	ep_cost(c, &d, lc);
 	memory_cost(c, &d, lc);

@@ -65,6 +65,7 @@ struct plan {
 	                              * (DeepSpeed, FSDP); 0: accumulated in a full buffer, once per step */
 	int allocator;               /* enum allocator */
 	int fp8_impl;                /* enum fp8_impl */
+	int fp8_params;              /* FP8 primary weights (TE fp8_param_gather): no bf16 copy */
 	char framework[PLAN_NAME_LEN]; /* profiles/frameworks/NAME.json whose documented defaults fill
 	                              * the keys a plan does not state (framework_apply) */
 	int nstage_layers;           /* 0 = balanced default split */
