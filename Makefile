@@ -43,7 +43,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # multi-rank programs, started by tests/cli/*.sh under mpirun (not run bare by tests/run.sh)
 MPI_TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/mpi/*.c))
 BENCH_SRC := $(wildcard bench/*.c)
-PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/models/*.json profiles/frameworks/*.json))
+PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/models/*.json profiles/frameworks/*.json profiles/comm/*.json))
 
 ifeq ($(SAN),1)
 BIN := $(B)/scaleplan

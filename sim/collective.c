@@ -1,7 +1,12 @@
-/* collective — α–β cost of collectives per fabric tier. */
+/* collective — NCCL's algorithm/protocol choice over the fabric tiers, and the reader of the
+ * library's cost table. */
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <cjson/cJSON.h>
 #include "sim/collective.h"
-#include "sim/hw.h"
+#include "sim/embedded.h"
+#include "sim/util.h"
 
 static const char *const names[COLL_COUNT] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv"};
 
@@ -17,53 +22,129 @@ double coll_busbw_factor(enum coll c, int n)
 	}
 }
 
-/* Per-step latency of NCCL's Simple protocol (src/graph/tuning.cc, hwLat): 3.4 µs for a ring
- * step over NVLink, 14 µs for a ring or tree step over the network. */
-#define STEP_NVL_S 3.4e-6
-#define STEP_NET_S 14e-6
-
-double coll_step_latency(enum coll c, int n, int nodes)
+struct span span_nodes(int n, int nodes)
 {
-	if (n <= 1 || nodes <= 1 || c == COLL_ALLTOALL || c == COLL_SENDRECV)
-		return 0;
-	if (nodes > n) nodes = n;
-	/* ring: 2(n−1) steps for all-reduce, n−1 for reduce-scatter / all-gather, of which
-	 * 2(k−1) resp. k−1 cross the network; the tree (all-reduce only) climbs and descends
-	 * log2 k network levels after (n/k − 1) NVLink steps on each side (NCCL
-	 * src/graph/tuning.cc: ring (nsteps−nInterSteps)·intraLat + nInterSteps·interLat, tree
-	 * 2·((nRanks/nNodes−1)·intraLat + log2(nNodes)·interLat); model.md §3.1: take the min).
-	 * NCCL has no tree for all-gather / reduce-scatter, so their latency stays linear in n. */
-	double ph = c == COLL_ALLREDUCE ? 2 : 1, k = nodes;
-	double inter = ph * (k - 1), steps = ph * (n - 1);
-	double t = (steps - inter) * STEP_NVL_S + inter * STEP_NET_S;
-	if (c == COLL_ALLREDUCE) {
-		double tree = 2 * (((double)n / k - 1) * STEP_NVL_S + log2(k) * STEP_NET_S);
-		if (tree < t) t = tree;
-	}
-	return t;
+	struct span g;
+	g.n = n;
+	g.units[0] = nodes < 1 ? 1 : nodes;
+	for (int t = 1; t < HW_MAX_TIERS; t++) g.units[t] = 1;
+	return g;
 }
 
-double coll_time(const struct hw *h, enum coll c, double bytes, int n, int nodes)
+void coll_bandwidths(const struct hw *h, const struct span *g, double *nvl_bps, double *net_bps)
 {
-	if (n <= 1 || bytes <= 0)
-		return 0;
-	double intra = h->intra_bw_bps * h->comm_eff, inter = h->inter_bw_bps * h->comm_eff;
-	double f = coll_busbw_factor(c, n);
-	if (c == COLL_SENDRECV)
-		return h->inter_lat_s * (nodes > 1) + h->intra_lat_s * (nodes <= 1) + bytes / (nodes > 1 ? inter : intra);
-	if (nodes <= 1)
-		return h->intra_lat_s + bytes * f / intra;
-	/* Across k nodes a hierarchical (2D) algorithm moves the bus traffic over NVLink and only
-	 * the (k−1)/(n−1) share of it over each GPU's NIC [NCCL24; ecosystem.md §1.2: per-GPU NIC
-	 * rate = busbw·(k−1)/(n−1)]; the two phases run one after the other. With one GPU per node
-	 * this is the plain ring over the NICs. */
-	double k = nodes, share = (k - 1) / (n - 1);
-	double t = bytes * f * (share / inter + (n > k ? 1 / intra : 0));
-	if (c == COLL_ALLTOALL) /* no reduction tree: every byte for another node crosses a NIC */
-		t = bytes * f * ((k - 1) / k / inter + 1 / k / intra);
-	/* the profile's latency is the fixed cost of one collective as frameworks issue it; the
-	 * ring/tree steps across nodes come on top (within a node it already holds the ≤ 7 NVLink
-	 * steps it was fitted on) */
-	double steps = h->inter_lat_s > 0 ? coll_step_latency(c, n, nodes) : 0; /* none on an ideal fabric */
-	return h->inter_lat_s + steps + t;
+	double nvl = h->tier[0].busbw_bps, net = 0;
+	for (int t = 1; t < h->ntiers; t++) {
+		if (g->units[t - 1] <= 1) break;
+		double bw = h->tier[t].busbw_bps / h->tier[t].oversub;
+		if (!net || bw < net) net = bw;
+	}
+	*nvl_bps = nvl * h->comm_eff;
+	*net_bps = (net ? net : nvl) * h->comm_eff;
+}
+
+/* The time of one (algorithm, protocol): base + hops, then the traffic at the protocol's share
+ * of the bandwidth; < 0 when NCCL does not offer the pair. */
+static double algo_time(const struct coll_lib *L, int a, int p, double hops_nvl, double hops_net, double traffic_s)
+{
+	if (L->base_s[a][p] < 0 || L->hop_nvl_s[a][p] < 0 || L->hop_net_s[a][p] < 0) return -1;
+	return L->base_s[a][p] + hops_nvl * L->hop_nvl_s[a][p] + hops_net * L->hop_net_s[a][p] + traffic_s / L->bw_frac[p];
+}
+
+static void take(double *best, double t) { if (t >= 0 && (*best < 0 || t < *best)) *best = t; }
+
+double coll_time(const struct hw *h, enum coll c, double bytes, const struct span *g)
+{
+	int n = g->n;
+	if (n <= 1 || bytes <= 0) return 0;
+	const struct coll_lib *L = &h->lib;
+	int k = g->units[0] < n ? g->units[0] : n;
+	double ppn = (double)n / k, f = coll_busbw_factor(c, n), nvl, net, best = -1;
+	coll_bandwidths(h, g, &nvl, &net);
+	if (c == COLL_SENDRECV) { /* one hop, ring latency; Simple/LL128/LL by size */
+		for (int p = 0; p < PROTO_COUNT; p++)
+			take(&best, algo_time(L, ALGO_RING, p, k == 1, k > 1, bytes / (k > 1 ? net : nvl)));
+		return best;
+	}
+	if (c == COLL_ALLTOALL) {
+		/* no ring: every byte for another node crosses a NIC, the rest NVLink, all at once;
+		 * one hop of latency per peer class */
+		double t = k > 1 ? fmax(bytes * f * (k - 1) / k / net, bytes * f / k / nvl) : bytes * f / nvl;
+		for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo_time(L, ALGO_RING, p, 1, k > 1, t));
+		return best;
+	}
+	/* ring: (n−1) steps per phase, all-reduce has two phases; (k−1) of each phase's steps
+	 * leave a node (NCCL's latency model); the ring itself is a cycle that leaves every node
+	 * once, k of its n hops, and each node spreads its rings over its NICs, so a GPU's NIC
+	 * carries k/n of its traffic and NVLink the rest, all at once: the slower share sets the
+	 * time [nccl-tests#309: 8 NICs per node bound a multi-node ring at 8 NIC rates] */
+	double ph = c == COLL_ALLREDUCE ? 2 : 1, steps = ph * (n - 1), net_steps = ph * (k - 1);
+	double share = k > 1 ? (double)k / n : 0;
+	double ring_s = k > 1 ? bytes * f * fmax(share / net, ppn > 1 ? (1 - share) / nvl : 0) : bytes * f / nvl;
+	for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo_time(L, ALGO_RING, p, steps - net_steps, net_steps, ring_s));
+	if (c == COLL_ALLREDUCE && k > 1) /* tree: a chain inside each node, a tree across nodes */
+		for (int p = 0; p < PROTO_COUNT; p++)
+			take(&best, algo_time(L, ALGO_TREE, p, 2 * (ppn - 1), 2 * log2(k), ring_s));
+	if (c == COLL_ALLREDUCE && k == 1 && n > 2 && h->tier[0].nvls_busbw_bps > 0) /* NVLink SHARP */
+		for (int p = 0; p < PROTO_COUNT; p++)
+			take(&best, algo_time(L, ALGO_NVLS, p, 1, 0, bytes * f / (h->tier[0].nvls_busbw_bps * h->comm_eff)));
+	if (c != COLL_ALLREDUCE && k > 1 && ppn == 1) /* PAT: one rank per node */
+		for (int p = 0; p < PROTO_COUNT; p++)
+			take(&best, algo_time(L, ALGO_PAT, p, 0, log2(k) / 3.5, ring_s / L->pat_bw_frac) + (L->base_s[ALGO_PAT][p] >= 0 ? n * L->pat_rank_s : 0));
+	return best;
+}
+
+double coll_latency(const struct hw *h, enum coll c, const struct span *g)
+{
+	return coll_time(h, c, 1e-9, g);
+}
+
+/* ---------------------------------------------------------------- the library's table */
+
+static int read_triplet(const cJSON *a, double scale, double *out, const char *what, char *err)
+{
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != PROTO_COUNT) return errf(err, "collective library: %s must be an array of %d numbers", what, PROTO_COUNT);
+	int i = 0;
+	for (const cJSON *e = a->child; e; e = e->next, i++) {
+		if (!cJSON_IsNumber(e) || e->valuedouble > 1e6) return errf(err, "collective library: %s[%d] must be a number", what, i);
+		out[i] = e->valuedouble < 0 ? -1 : e->valuedouble * scale;
+	}
+	return 0;
+}
+
+static int read_algos(const cJSON *o, struct coll_lib *L, char *err)
+{
+	static const char *const algos[ALGO_COUNT] = {"ring", "tree", "nvls", "pat"};
+	for (int a = 0; a < ALGO_COUNT; a++) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, algos[a]);
+		if (!cJSON_IsObject(x)) return errf(err, "collective library: algorithms.%s missing", algos[a]);
+		if (read_triplet(cJSON_GetObjectItemCaseSensitive(x, "base_us"), 1e-6, L->base_s[a], "base_us", err) ||
+		    read_triplet(cJSON_GetObjectItemCaseSensitive(x, "nvlink_hop_us"), 1e-6, L->hop_nvl_s[a], "nvlink_hop_us", err) ||
+		    read_triplet(cJSON_GetObjectItemCaseSensitive(x, "net_hop_us"), 1e-6, L->hop_net_s[a], "net_hop_us", err))
+			return -1;
+	}
+	const cJSON *pat = cJSON_GetObjectItemCaseSensitive(o, "pat");
+	const cJSON *bf = cJSON_GetObjectItemCaseSensitive(pat, "ring_bw_fraction"), *pr = cJSON_GetObjectItemCaseSensitive(pat, "per_rank_us");
+	if (!cJSON_IsNumber(bf) || bf->valuedouble <= 0 || bf->valuedouble > 1 || !cJSON_IsNumber(pr) || pr->valuedouble < 0)
+		return errf(err, "collective library: algorithms.pat needs ring_bw_fraction in (0, 1] and per_rank_us >= 0");
+	L->pat_bw_frac = bf->valuedouble;
+	L->pat_rank_s = pr->valuedouble * 1e-6;
+	return 0;
+}
+
+int coll_lib_load(const char *name, struct coll_lib *L, char *err)
+{
+	char key[128];
+	snprintf(key, sizeof(key), "comm/%s.json", name);
+	const char *text = embedded_find(key);
+	if (!text) return errf(err, "collective library '%.64s' is not built in", name);
+	memset(L, 0, sizeof(*L));
+	cJSON *o = cJSON_Parse(text);
+	if (!o) return errf(err, "collective library %s: malformed JSON", name);
+	int rc = read_triplet(cJSON_GetObjectItemCaseSensitive(o, "bw_fraction"), 1, L->bw_frac, "bw_fraction", err) ||
+		 read_algos(cJSON_GetObjectItemCaseSensitive(o, "algorithms"), L, err) ? -1 : 0;
+	for (int p = 0; rc == 0 && p < PROTO_COUNT; p++)
+		if (L->bw_frac[p] <= 0 || L->bw_frac[p] > 1) rc = errf(err, "collective library %s: bw_fraction must be in (0, 1]", name);
+	cJSON_Delete(o);
+	return rc;
 }

@@ -1,25 +1,48 @@
-/* collective — time of one NCCL-style collective on a fabric tier, from nccl-tests' bus
- * bandwidth convention [NCCLT]: t = S · factor(n) / busbw + latency, with S the nccl-tests size
- * (all-reduce: the buffer; all-gather / reduce-scatter: the whole gathered array; all-to-all:
- * count·n·sizeof). Latency is the smaller of a ring ((n−1)·α per phase) and a tree
- * (2·log2 n·α) [NCCL24] — model.md §3.1 (derived). Seconds and bytes. */
+/* collective — time of one NCCL collective on the fabric tiers of a hardware profile, the way
+ * NCCL prices it itself: for every algorithm (ring, tree, NVLS, PAT) and protocol (LL,
+ * LL128, Simple) NCCL offers for the operation and the group's span, a latency (base + hops
+ * by link kind) plus the bus traffic S·factor(n) over the protocol's share of the bandwidth;
+ * the smallest wins (src/graph/tuning.cc; the constants are profiles/comm/nccl.json).
+ *
+ * S is the nccl-tests size (all-reduce: the buffer; all-gather / reduce-scatter: the whole
+ * gathered array; all-to-all: count·n·sizeof). A ring across nodes is pipelined: every link
+ * carries its share at once, so the slower of the NVLink share and the network share (the
+ * (k−1)/(n−1) of hops that leave a node, over the GPU's NIC, the slowest network tier
+ * crossed) sets the time [nccl-tests#309: 8 NICs per node bound the multi-node ring at 8 NIC
+ * rates]. Seconds and bytes. */
 #ifndef SCALEPLAN_COLLECTIVE_H
 #define SCALEPLAN_COLLECTIVE_H
 
-struct hw;
+#include "sim/hw.h"
 
 enum coll { COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER, COLL_ALLTOALL, COLL_SENDRECV, COLL_COUNT };
+
+/* Where a group sits: n members touching units[t] distinct units of fabric tier t
+ * (units[0]: NVLink domains, i.e. nodes; the last tier's unit is the whole cluster). */
+struct span {
+	int n;
+	int units[HW_MAX_TIERS];
+};
+
+/* A group of n ranks over `nodes` NVLink domains, all in one unit of every higher tier. */
+struct span span_nodes(int n, int nodes);
 
 /* busbw factor: all-reduce 2(n−1)/n; reduce-scatter, all-gather, all-to-all (n−1)/n;
  * send/recv 1 [NCCLT] (TV-N1). */
 double coll_busbw_factor(enum coll c, int n);
 
-/* Time of collective c over n ranks spanning `nodes` nodes, moving S bytes (nccl-tests size). */
-double coll_time(const struct hw *h, enum coll c, double bytes, int n, int nodes);
+/* Time of collective c moving S bytes (nccl-tests size) over the group g. */
+double coll_time(const struct hw *h, enum coll c, double bytes, const struct span *g);
 
-/* Step latency of collective c over n ranks on `nodes` nodes (0 within one node): NCCL's ring
- * (n−1 steps per phase, the network ones slower) or, for all-reduce, the tree when shorter. */
-double coll_step_latency(enum coll c, int n, int nodes);
+/* Its latency alone: the time of the smallest message (one element). */
+double coll_latency(const struct hw *h, enum coll c, const struct span *g);
+
+/* Per-GPU bandwidths the group sees, bytes/s after comm_eff: inside its NVLink domain, and
+ * over the network (the slowest network tier it crosses; the NVLink one when it crosses none). */
+void coll_bandwidths(const struct hw *h, const struct span *g, double *nvl_bps, double *net_bps);
+
+/* Loads the cost model of a collective library (profiles/comm/NAME.json, built in). */
+int coll_lib_load(const char *name, struct coll_lib *lib, char *err);
 
 const char *coll_name(enum coll c);
 

@@ -132,7 +132,7 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		w->act_extra += 6.0 * T * V / t; /* bf16 logits + fp32 copy for the loss, one micro-batch */
 		if (p->tp > 1) {
 			double S = 4.0 * T;  /* max and sum all-reduces of vocab-parallel CE */
-			w->F += 2 * coll_time(c->h, COLL_ALLREDUCE, S, p->tp, c->tp_nodes);
+			w->F += 2 * coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
 		}
 	}
 }
@@ -219,38 +219,18 @@ static double pipeline_span(const struct plan *p, int mb, const struct rank_work
 	return span + *pp_exposed;
 }
 
-/* nodes spanned by the group of rank 0. A group along one dimension is a progression of
- * stride s: with s >= gpus_per_node every member sits on its own node, and with s dividing
- * gpus_per_node the group fills gpus_per_node/s slots per node (closed form, no sort); other
- * cases ask the layout. */
-static int dim_nodes(const struct layout *l, int d)
+/* where rank 0's group of kind g sits: its units at every tier of the fabric. The plan's
+ * gpus_per_node (a run may state its own) is the NVLink domain; a higher tier's unit is the
+ * profile's, rounded up to whole nodes. */
+static void group_span(const struct layout *l, enum group_kind g, const struct hw *h, struct span *s)
 {
-	int n = l->size[d], s = l->stride[d], g = l->gpus_per_node;
-	if (n <= 1) return 1;
-	if (s >= g) return n;
-	if (g % s == 0) {
-		int per = g / s;
-		return (n + per - 1) / per;
+	s->n = layout_group_size(l, g);
+	int node = l->gpus_per_node;
+	for (int t = 0; t < HW_MAX_TIERS; t++) {
+		int u = t == 0 ? node : t < h->ntiers ? h->tier[t].gpus : 0;
+		if (t > 0 && u > 0 && u % node) u = (u / node + 1) * node;
+		s->units[t] = u > 0 ? layout_group_units(l, g, u) : 1;
 	}
-	return -1;
-}
-
-static int group_nodes(const struct layout *l, enum group_kind g)
-{
-	int d = g == GROUP_TP ? DIM_TP : g == GROUP_CP ? DIM_CP : g == GROUP_DP ? DIM_DP : g == GROUP_PP ? DIM_PP : -1;
-	/* the layout counts a composite group (DP×CP, EP, expert-DP) of more than 256 ranks as
-	 * one node per member; keep its answer there */
-	if (g == GROUP_DPCP && l->size[DIM_DP] * l->size[DIM_CP] <= 256) {
-		if (l->size[DIM_CP] == 1) d = DIM_DP;
-		if (l->size[DIM_DP] == 1) d = DIM_CP;
-	}
-	if (g == GROUP_EP && l->ep == 1) return 1;
-	if (g == GROUP_DPCP && l->size[DIM_DP] * l->size[DIM_CP] > 256) return l->size[DIM_DP] * l->size[DIM_CP];
-	if (d >= 0) {
-		int k = dim_nodes(l, d);
-		if (k > 0) return k;
-	}
-	return layout_group_nodes(l, g, 0);
 }
 
 static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, const struct plan *p, char *err)
@@ -264,20 +244,13 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	c->gemm_peak = p->precision == PREC_FP8 ? h->peak_fp8_flops : p->precision == PREC_FP32 ? h->peak_bf16_flops / 2 : h->peak_bf16_flops;
 	c->gemm_eff_max = p->precision == PREC_FP8 && h->gemm_eff_fp8 > 0 ? h->gemm_eff_fp8 : h->gemm_eff;
 	c->act_bytes = p->precision == PREC_FP32 ? 4 : 2;
-	c->tp_nodes = group_nodes(&l, GROUP_TP);
-	c->cp_nodes = group_nodes(&l, GROUP_CP);
-	c->dpcp_nodes = group_nodes(&l, GROUP_DPCP);
-	/* above 256 ranks the DP×CP group is priced as one node per member (bandwidth, as
-	 * calibrated); its ring still runs the members of one node over NVLink, so the step
-	 * latency counts the real nodes when the group is a plain progression */
-	c->dpcp_ring_nodes = c->dpcp_nodes;
-	if (p->dp * p->cp > 256 && (p->cp == 1 || p->dp == 1)) {
-		int k = dim_nodes(&l, p->cp == 1 ? DIM_DP : DIM_CP);
-		if (k > 0) c->dpcp_ring_nodes = k;
-	}
-	c->ep_nodes = group_nodes(&l, GROUP_EP);
-	c->edp_nodes = p->ep == 1 ? c->dpcp_nodes : group_nodes(&l, GROUP_EDP);
-	c->pp_cross = p->pp > 1 && group_nodes(&l, GROUP_PP) > 1;
+	group_span(&l, GROUP_TP, h, &c->tp_g);
+	group_span(&l, GROUP_CP, h, &c->cp_g);
+	group_span(&l, GROUP_DPCP, h, &c->dpcp_g);
+	group_span(&l, GROUP_EP, h, &c->ep_g);
+	group_span(&l, GROUP_EDP, h, &c->edp_g);
+	group_span(&l, GROUP_PP, h, &c->pp_g);
+	c->pp_cross = p->pp > 1 && c->pp_g.units[0] > 1;
 	c->dpcp = p->dp * p->cp;
 	c->edp = c->dpcp / p->ep;
 	return 0;
@@ -297,11 +270,11 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	*total = *exposed = 0;
 	if (n <= 1 && ne <= 1) return;
 	if (p->zero == 0)
-		t_red = coll_time(h, COLL_ALLREDUCE, gd, n, c->dpcp_nodes) + coll_time(h, COLL_ALLREDUCE, ge, ne, c->edp_nodes);
+		t_red = coll_time(h, COLL_ALLREDUCE, gd, &c->dpcp_g) + coll_time(h, COLL_ALLREDUCE, ge, &c->edp_g);
 	else
-		t_red = coll_time(h, COLL_REDUCESCATTER, gd, n, c->dpcp_nodes) + coll_time(h, COLL_REDUCESCATTER, ge, ne, c->edp_nodes);
+		t_red = coll_time(h, COLL_REDUCESCATTER, gd, &c->dpcp_g) + coll_time(h, COLL_REDUCESCATTER, ge, &c->edp_g);
 	if (p->zero >= 1)
-		t_ag = coll_time(h, COLL_ALLGATHER, pd, n, c->dpcp_nodes) + coll_time(h, COLL_ALLGATHER, pe, ne, c->edp_nodes);
+		t_ag = coll_time(h, COLL_ALLGATHER, pd, &c->dpcp_g) + coll_time(h, COLL_ALLGATHER, pe, &c->edp_g);
 	/* the last bucket cannot overlap; Megatron's bucket is max(40M, 1M·dp) params [TV-G4] */
 	double bucket = fmax(40e6, 1e6 * n) / fmax(1, w->params);
 	double tail = t_red * fmin(1, bucket);
@@ -332,10 +305,8 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		 * next gather and the previous block's reduce-scatter share the window, and the
 		 * last reduce-scatter is exposed. */
 		double L = fmax(1, w->layers);
-		double fix = coll_step_latency(COLL_ALLGATHER, n, c->dpcp_ring_nodes) - coll_step_latency(COLL_ALLGATHER, n, c->dpcp_nodes);
-		if (h->inter_lat_s <= 0 || pd <= 0) fix = 0;
-		double g = coll_time(h, COLL_ALLGATHER, pd / L, n, c->dpcp_nodes) + coll_time(h, COLL_ALLGATHER, pe / L, ne, c->edp_nodes) + fix;
-		double rs = coll_time(h, COLL_REDUCESCATTER, gd / L, n, c->dpcp_nodes) + coll_time(h, COLL_REDUCESCATTER, ge / L, ne, c->edp_nodes) + fix;
+		double g = coll_time(h, COLL_ALLGATHER, pd / L, &c->dpcp_g) + coll_time(h, COLL_ALLGATHER, pe / L, &c->edp_g);
+		double rs = coll_time(h, COLL_REDUCESCATTER, gd / L, &c->dpcp_g) + coll_time(h, COLL_REDUCESCATTER, ge / L, &c->edp_g);
 		double f_l = fwd_mb / L, b_l = bwd_mb / L;
 		*total = c->mb * L * (2 * g + rs);
 		/* a collective running under a block's compute takes SMs and memory bandwidth from
@@ -408,7 +379,10 @@ static double step_span(const struct ectx *c, const struct rank_work *w, int np,
 	*t_p2p = 0;
 	if (p->pp > 1) {
 		double bytes = c->act_bytes * c->T * c->m->hidden / (p->sp && p->tp > 1 ? p->tp : 1);
-		*t_p2p = coll_time(c->h, COLL_SENDRECV, bytes, 2, c->pp_cross ? 2 : 1);
+		struct span pair = span_nodes(2, c->pp_cross ? 2 : 1);
+		if (c->pp_cross) /* a neighbour in another unit of every tier the pipeline group spans */
+			for (int t = 1; t < HW_MAX_TIERS; t++) pair.units[t] = c->pp_g.units[t] > 1 ? 2 : 1;
+		*t_p2p = coll_time(c->h, COLL_SENDRECV, bytes, &pair);
 	}
 	double span = pipeline_span(p, c->mb, w, np, *t_p2p, pp_exposed);
 	/* with more than 64 stages, sum-based terms scale with the true count */

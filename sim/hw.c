@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "sim/embedded.h"
+#include "sim/collective.h"
 #include "sim/hw.h"
 #include "sim/util.h"
 
@@ -23,10 +24,6 @@ static const struct hw_field fields[] = {
 	{"peak_fp8_tflops", HOFF(peak_fp8_flops), 1e12, 0, 1e5, 0},
 	{"hbm_gib", HOFF(hbm_bytes), 1073741824.0, 1, 1e5, 0},
 	{"hbm_bw_gbps", HOFF(hbm_bw_bps), 1e9, 1, 1e6, 0},
-	{"intra_node_busbw_gbps", HOFF(intra_bw_bps), 1e9, 0.1, 1e6, 0},
-	{"inter_node_busbw_gbps", HOFF(inter_bw_bps), 1e9, 0.1, 1e6, 0},
-	{"intra_node_latency_us", HOFF(intra_lat_s), 1e-6, 0, 1e4, 0},
-	{"inter_node_latency_us", HOFF(inter_lat_s), 1e-6, 0, 1e4, 0},
 	{"gemm_eff", HOFF(gemm_eff), 1, 0.01, 1, 0},
 	{"gemm_eff_fp8", HOFF(gemm_eff_fp8), 1, 0.01, 1, 1},
 	{"gemm_half_dim", HOFF(gemm_half_dim), 1, 0, 1e6, 0},
@@ -42,6 +39,66 @@ static const struct hw_field fields[] = {
 	{"kernel_overhead_us", HOFF(kernel_overhead_s), 1e-6, 0, 1e5, 0},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+/* one tier of "network": {"name", "gpus", "link": "nvlink"|"net", "busbw_gbps",
+ * ["nvls_busbw_gbps"], ["oversubscription"]} */
+static int read_tier(const cJSON *o, const char *name, int i, struct hw_tier *t, char *err)
+{
+	memset(t, 0, sizeof(*t));
+	t->oversub = 1;
+	if (!cJSON_IsObject(o)) return errf(err, "gpu %s: network[%d] must be an object", name, i);
+	int have_bw = 0, have_link = 0, have_gpus = 0;
+	for (const cJSON *it = o->child; it; it = it->next) {
+		const char *k = it->string;
+		if (!strcmp(k, "name")) {
+			if (!cJSON_IsString(it)) return errf(err, "gpu %s: network[%d].name must be a string", name, i);
+			snprintf(t->name, sizeof(t->name), "%s", it->valuestring);
+		} else if (!strcmp(k, "link")) {
+			if (!cJSON_IsString(it) || (strcmp(it->valuestring, "nvlink") && strcmp(it->valuestring, "net")))
+				return errf(err, "gpu %s: network[%d].link must be \"nvlink\" or \"net\"", name, i);
+			t->net = !strcmp(it->valuestring, "net");
+			have_link = 1;
+		} else if (!strcmp(k, "gpus")) {
+			if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 1 << 24 || it->valuedouble != (int)it->valuedouble)
+				return errf(err, "gpu %s: network[%d].gpus must be an integer in [0, 2^24]", name, i);
+			t->gpus = it->valueint;
+			have_gpus = 1;
+		} else if (!strcmp(k, "busbw_gbps") || !strcmp(k, "nvls_busbw_gbps") || !strcmp(k, "oversubscription")) {
+			int over = k[0] == 'o';
+			double lo = over ? 1 : k[0] == 'n' ? 0 : 0.1;
+			if (!cJSON_IsNumber(it) || it->valuedouble < lo || it->valuedouble > (over ? 64 : 1e6))
+				return errf(err, "gpu %s: network[%d].%s must be a number in [%g, %g]", name, i, k, lo, over ? 64 : 1e6);
+			if (over) t->oversub = it->valuedouble;
+			else if (k[0] == 'n') t->nvls_busbw_bps = it->valuedouble * 1e9;
+			else { t->busbw_bps = it->valuedouble * 1e9; have_bw = 1; }
+		} else {
+			return errf(err, "gpu %s: network[%d]: unknown key '%s'", name, i, k);
+		}
+	}
+	if (!have_bw || !have_link || !have_gpus) return errf(err, "gpu %s: network[%d] needs link, gpus and busbw_gbps", name, i);
+	return 0;
+}
+
+static int read_network(const cJSON *a, const char *name, struct hw *h, char *err)
+{
+	if (!cJSON_IsArray(a)) return errf(err, "gpu %s: network must be an array of tiers", name);
+	for (const cJSON *it = a->child; it; it = it->next) {
+		if (h->ntiers == HW_MAX_TIERS) return errf(err, "gpu %s: network: at most %d tiers", name, HW_MAX_TIERS);
+		if (read_tier(it, name, h->ntiers, &h->tier[h->ntiers], err)) return -1;
+		h->ntiers++;
+	}
+	if (h->ntiers < 1) return errf(err, "gpu %s: network needs at least one tier", name);
+	for (int i = 0; i < h->ntiers; i++) {
+		const struct hw_tier *t = &h->tier[i];
+		if ((i == 0) == t->net) return errf(err, "gpu %s: network[%d]: the first tier, and only it, is the NVLink domain", name, i);
+		int last = i == h->ntiers - 1;
+		if (last != (t->gpus == 0)) return errf(err, "gpu %s: network[%d].gpus: 0 (the whole cluster) on the last tier only", name, i);
+		if (i > 0 && !last && (t->gpus <= h->tier[i - 1].gpus || t->gpus % h->tier[i - 1].gpus))
+			return errf(err, "gpu %s: network[%d].gpus (%d) must be a larger multiple of the tier below (%d)", name, i, t->gpus, h->tier[i - 1].gpus);
+	}
+	h->gpus_per_node = h->tier[0].gpus;
+	return 0;
+}
 
 int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 {
@@ -65,10 +122,8 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 			*(it->string[5] == 'c' && it->string[6] == 'h' ? &h->nccl_channels : &h->nccl_conns) = it->valueint;
 			continue;
 		}
-		if (!strcmp(it->string, "gpus_per_node")) {
-			if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 1024 || it->valuedouble != (int)it->valuedouble)
-				{ errf(err, "gpu %s: gpus_per_node must be an integer in [1, 1024]", name); goto out; }
-			h->gpus_per_node = it->valueint;
+		if (!strcmp(it->string, "network")) {
+			if (read_network(it, name, h, err)) goto out;
 			continue;
 		}
 		size_t i;
@@ -81,7 +136,9 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 			{ errf(err, "gpu %s: %s (%g) must be in [%g, %g]", name, it->string, v, fields[i].lo, fields[i].hi); goto out; }
 		*(double *)((char *)h + fields[i].off) = v * fields[i].scale;
 	}
-	if (!h->gpus_per_node) { errf(err, "gpu %s: missing required field gpus_per_node", name); goto out; }
+	if (!h->ntiers) { errf(err, "gpu %s: missing required field network", name); goto out; }
+	if (h->gpus_per_node < 1) { errf(err, "gpu %s: network[0].gpus (the NVLink domain) must be at least 1", name); goto out; }
+	if (coll_lib_load("nccl", &h->lib, err)) goto out;
 	if (!h->nccl_channels) { errf(err, "gpu %s: missing required field nccl_channels", name); goto out; }
 	if (!h->nccl_conns) { errf(err, "gpu %s: missing required field nccl_conns_per_channel", name); goto out; }
 	for (size_t i = 0; i < NFIELDS; i++)

@@ -1,10 +1,38 @@
-/* hw — one GPU kind and the cluster fabric around it, read from profiles/hw/NAME.json.
+/* hw — one GPU kind and the cluster fabric around it, read from profiles/hw/NAME.json, with
+ * the collective library's cost model (profiles/comm/nccl.json).
  * Units are converted once at load: FLOP/s, bytes, bytes/s, seconds.
  *
  * Bandwidths are *bus* bandwidths as nccl-tests reports them for large messages (achievable,
- * not line rate), so a collective's time is size * busbw_factor / bw + latency terms. */
+ * not line rate); the fabric is a list of tiers (NVLink domain, leaf, spine), each with its
+ * per-GPU bandwidth and oversubscription (sim/collective.h prices a collective on it). */
 #ifndef SCALEPLAN_HW_H
 #define SCALEPLAN_HW_H
+
+/* NCCL's cost model (profiles/comm/nccl.json): per algorithm and protocol a base latency and a
+ * per-hop latency by link kind (< 0: not offered), and the protocols' share of the bus bandwidth */
+enum { PROTO_LL, PROTO_LL128, PROTO_SIMPLE, PROTO_COUNT };
+enum { ALGO_RING, ALGO_TREE, ALGO_NVLS, ALGO_PAT, ALGO_COUNT };
+struct coll_lib {
+	double base_s[ALGO_COUNT][PROTO_COUNT];
+	double hop_nvl_s[ALGO_COUNT][PROTO_COUNT];
+	double hop_net_s[ALGO_COUNT][PROTO_COUNT];
+	double bw_frac[PROTO_COUNT];
+	double pat_bw_frac;       /* PAT's bandwidth as a share of the ring's */
+	double pat_rank_s;        /* PAT latency per rank */
+};
+
+/* One tier of the fabric: the NVLink domain (tier 0), then network tiers (a leaf or rail
+ * group, the spine). A tier's unit holds `gpus` GPUs (0: the whole cluster); a group whose
+ * members sit in more than one unit of tier t-1 sends traffic over tier t. */
+#define HW_MAX_TIERS 4
+struct hw_tier {
+	char name[16];
+	int gpus;
+	int net;                  /* 0: NVLink-class links, 1: the network (NICs and switches) */
+	double busbw_bps;         /* per-GPU ring bus bandwidth over this tier (nccl-tests) */
+	double nvls_busbw_bps;    /* NVLink SHARP all-reduce bus bandwidth, 0 = none */
+	double oversub;           /* >= 1: oversubscription of the uplinks into this tier */
+};
 
 struct hw {
 	char name[64];
@@ -12,11 +40,10 @@ struct hw {
 	double peak_fp8_flops;    /* 0 if the GPU has no FP8 */
 	double hbm_bytes;         /* usable device memory */
 	double hbm_bw_bps;        /* device memory bandwidth, bytes/s */
-	int gpus_per_node;
-	double intra_bw_bps;      /* per-GPU busbw inside a node (NVLink/NVSwitch ring) */
-	double inter_bw_bps;      /* per-GPU busbw across nodes (the GPU's NIC share) */
-	double intra_lat_s;       /* per-step latency of one collective hop, inside a node */
-	double inter_lat_s;       /* the same across nodes */
+	int gpus_per_node;        /* GPUs of one NVLink domain: tier[0].gpus */
+	int ntiers;
+	struct hw_tier tier[HW_MAX_TIERS];
+	struct coll_lib lib;
 	/* efficiency parameters (dimensionless) */
 	double gemm_eff;          /* best achievable fraction of peak on large GEMMs (MAMF/peak) */
 	double gemm_eff_fp8;      /* the same for FP8 GEMMs against the FP8 peak (default gemm_eff) */

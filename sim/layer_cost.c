@@ -230,7 +230,7 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	const struct plan *p = c->p;
 	if (p->tp <= 1) return;
 	double t = d->t, S = d->E * d->T * d->H, g = cm->g;
-	double ar = coll_time(c->h, COLL_ALLREDUCE, S, p->tp, c->tp_nodes);
+	double ar = coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
 	double cf = 2 * ar, cb = 2 * ar;
 	if (!p->overlap_tp_comm) {
 		lc->tp_f = cf;
@@ -269,8 +269,9 @@ static void cp_cost(const struct ectx *c, const struct dims *d, const struct com
 	 * per rotation]: the fixed cost of each of the c−1 steps (launch, handshake) is exposed
 	 * in forward and again in backward; only the transfer hides behind the block */
 	double kv = d->E * 2 * d->T * d->kvd_t, steps = p->cp - 1;
-	double lat = c->cp_nodes > 1 ? h->inter_lat_s : h->intra_lat_s;
-	double xfer = coll_time(h, COLL_SENDRECV, kv, 2, c->cp_nodes) - lat;
+	struct span pair = span_nodes(2, c->cp_g.units[0] > 1 ? 2 : 1);
+	double lat = coll_latency(h, COLL_SENDRECV, &pair);
+	double xfer = coll_time(h, COLL_SENDRECV, kv, &pair) - lat;
 	lc->cp_f = steps * lat + fmax(0, steps * xfer - cm->a_f * steps / p->cp);
 	lc->cp_b = steps * lat + fmax(0, 2 * steps * xfer - cm->a_b * steps / p->cp);
 }
@@ -291,18 +292,18 @@ static void ep_cost(const struct ectx *c, const struct dims *d, struct layer_cos
 	for (int i = 0; i < m->moe_topk && i < ne; i++) none *= fmax(0, ne - per - i) / (ne - i);
 	double dest = p->ep * (1 - none); /* distinct destination ranks per token, self included */
 	double a2a;
-	if (c->ep_nodes > 1) {
+	if (c->ep_g.units[0] > 1) {
 		/* hierarchical dispatch: a token crosses the NIC tier once per distinct remote node
 		 * among its top-k experts and fans out to the experts there over NVLink (DeepEP
 		 * internode kernels; DeepSeek-V3 §3.2.2). With balanced routing over k nodes a
 		 * token reaches (k−1)(1 − (1 − 1/k)^topk) remote nodes, against topk·(k−1)/k
 		 * remote copies for a flat all-to-all. */
-		double kn = c->ep_nodes, topk = m->moe_topk;
+		double kn = c->ep_g.units[0], topk = m->moe_topk, nvl, net;
 		double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
-		a2a = h->inter_lat_s + tok * (remote / (h->inter_bw_bps * h->comm_eff) +
-					     dest / kn / (h->intra_bw_bps * h->comm_eff));
+		coll_bandwidths(h, &c->ep_g, &nvl, &net);
+		a2a = coll_latency(h, COLL_ALLTOALL, &c->ep_g) + tok * (remote / net + dest / kn / nvl);
 	} else {
-		a2a = coll_time(h, COLL_ALLTOALL, tok * dest, p->ep, 1);
+		a2a = coll_time(h, COLL_ALLTOALL, tok * dest, &c->ep_g);
 	}
 	double expose = (p->schedule == SCHED_DUALPIPE || p->schedule == SCHED_DUALPIPEV) ? 0.1 : 1.0;
 	lc->ep_f = 2 * a2a * expose;

@@ -8,6 +8,8 @@
 #ifndef SCALEPLAN_LAYER_COST_H
 #define SCALEPLAN_LAYER_COST_H
 
+#include "sim/collective.h"
+
 struct model;
 struct hw;
 struct plan;
@@ -21,8 +23,8 @@ struct ectx {
 	double T;                   /* tokens per micro-batch on one rank's sequence shard: b*s/cp */
 	double gemm_peak;           /* FLOP/s of the linear layers' GEMMs (bf16 or fp8) */
 	double gemm_eff_max;        /* their best achievable fraction of it (MAMF) */
-	int tp_nodes, cp_nodes, dpcp_nodes, ep_nodes, edp_nodes, pp_cross;
-	int dpcp_ring_nodes;        /* nodes the dp*cp ring really crosses (ring step latency) */
+	struct span tp_g, cp_g, dpcp_g, ep_g, edp_g, pp_g; /* where each group sits on the fabric */
+	int pp_cross;               /* pipeline neighbours on different nodes */
 	int dpcp, edp;              /* sizes of the dense and expert gradient groups */
 	double act_bytes;           /* bytes per activation element: 2 (bf16/fp8 runs) or 4 (fp32) */
 };

@@ -168,3 +168,40 @@ int layout_group_nodes(const struct layout *l, enum group_kind g, int rank)
 	for (int i = 1; i < n; i++) nodes += r[i] != r[i - 1];
 	return nodes;
 }
+
+/* stride of rank 0's group when its members are an arithmetic progression, else 0 */
+static int group_stride(const struct layout *l, enum group_kind g)
+{
+	int cps = l->stride[DIM_CP], dps = l->stride[DIM_DP], cp = l->size[DIM_CP], dp = l->size[DIM_DP];
+	int dpcp = cp == 1 ? dps : dp == 1 || dps == cps * cp ? cps : 0; /* k = c + cp·d contiguous */
+	switch (g) {
+	case GROUP_TP: return l->stride[DIM_TP];
+	case GROUP_CP: return cps;
+	case GROUP_DP: return dps;
+	case GROUP_PP: return l->stride[DIM_PP];
+	case GROUP_DPCP: return dpcp;
+	case GROUP_EP: return l->ep <= cp ? cps : dpcp;
+	case GROUP_EDP: return dpcp ? dpcp * l->ep : 0;
+	default: return 0;
+	}
+}
+
+int layout_group_units(const struct layout *l, enum group_kind g, int unit)
+{
+	int n = layout_group_size(l, g);
+	if (n <= 1 || unit <= 0 || unit >= l->world) return 1;
+	int s = group_stride(l, g);
+	if (s > 0 && s >= unit && s % unit == 0) return n;
+	if (s > 0 && s < unit && unit % s == 0) {
+		int per = unit / s;
+		return (n + per - 1) / per;
+	}
+	/* not a progression that tiles the units: count distinct unit ids of the members */
+	int buf[4096];
+	if (layout_group(l, g, 0, buf, 4096) < 0) return n; /* too large to list: one unit per member */
+	for (int i = 0; i < n; i++) buf[i] /= unit;
+	qsort(buf, (size_t)n, sizeof(int), cmp_int);
+	int units = 1;
+	for (int i = 1; i < n; i++) units += buf[i] != buf[i - 1];
+	return units;
+}

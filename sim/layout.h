@@ -44,6 +44,9 @@ int layout_group_size(const struct layout *l, enum group_kind g);
 int layout_group(const struct layout *l, enum group_kind g, int rank, int *ranks, int cap);
 /* Position of `rank` inside its group of kind g. */
 int layout_group_index(const struct layout *l, enum group_kind g, int rank);
+/* Number of distinct units of `unit` consecutive ranks (a node, a leaf group) that rank 0's
+ * group of kind g touches; closed form for the arithmetic progressions most groups are. */
+int layout_group_units(const struct layout *l, enum group_kind g, int unit);
 /* Number of distinct nodes spanned by `rank`'s group of kind g. */
 int layout_group_nodes(const struct layout *l, enum group_kind g, int rank);
 const char *group_name(enum group_kind g);

@@ -18,6 +18,23 @@
 #include "tests/test.h"
 
 /* Resolves, validates and estimates a plan given as key/value pairs (NULL-terminated). */
+/* a fabric with every tier at `bw` bytes/s (no NVLS, no oversubscription) and, if `nolat`, no
+ * collective latency: isolates the bandwidth terms of a test */
+static void ideal_fabric(struct hw *h, double bw, int nolat)
+{
+	for (int t = 0; t < h->ntiers; t++) {
+		if (bw > 0) h->tier[t].busbw_bps = bw;
+		h->tier[t].nvls_busbw_bps = 0;
+		h->tier[t].oversub = 1;
+	}
+	for (int a = 0; nolat && a < ALGO_COUNT; a++)
+		for (int q = 0; q < PROTO_COUNT; q++) {
+			if (h->lib.base_s[a][q] > 0) h->lib.base_s[a][q] = 0;
+			if (h->lib.hop_nvl_s[a][q] > 0) h->lib.hop_nvl_s[a][q] = 0;
+			if (h->lib.hop_net_s[a][q] > 0) h->lib.hop_net_s[a][q] = 0;
+		}
+}
+
 static int run(const struct model *m, const struct hw *h, const char *const *kv, struct plan *p,
 	       struct estimate *e)
 {
@@ -275,8 +292,7 @@ static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
 {
 	struct hw h = *h0;
 	const double X = 100e9;
-	h.intra_bw_bps = h.inter_bw_bps = X;
-	h.intra_lat_s = h.inter_lat_s = 0;
+	ideal_fabric(&h, X, 1);
 	h.comm_eff = 1;
 	struct plan p;
 	struct estimate e;
@@ -292,16 +308,17 @@ static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
 /* Ring attention: each of the cp−1 ring steps waits on its P2P exchange, so its fixed cost is
  * exposed once in forward and once in backward even when the transfer hides behind the
  * block's attention. llama-3-8b, cp 4 on one node, seq 8192: K/V of one step is
- * 2·2 B·2048 tokens·1024 = 8.4 MB, ~25 µs at 333 GB/s, far below the block's attention
+ * 2·2 B·2048 tokens·1024 = 8.4 MB, ~37 µs at 333 GB/s, far below the block's attention
  * (2·32·2048·4096·256 FLOP at 0.35 of 989 TFLOP/s ≈ 0.4 ms), so the exposed CP time is
- * m · 32 layers · 2 · 3 steps · 300 µs (h100-sxm intra-node fixed cost). */
+ * m · 32 layers · 2 · 3 steps · 7.2 µs (NCCL's LL send/recv over one NVLink hop: base 6.6 +
+ * hop 0.6 µs, src/graph/tuning.cc). */
 static void test_cp_ring_steps(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate e;
 	if (run(m8, h, KV("gpus", "8", "cp", "4", "dp", "2", "seq", "8192", "mbs", "1", "gbs", "8"), &p, &e)) return;
 	double m = 8 / 2;
-	CHECK_REL(e.kind[0].cp_comm_s, m * 32 * 2 * 3 * 300e-6, 1e-9, "cp 4: 2·(cp−1) exposed ring-step latencies per layer");
+	CHECK_REL(e.kind[0].cp_comm_s, m * 32 * 2 * 3 * 7.2e-6, 1e-9, "cp 4: 2·(cp−1) exposed ring-step latencies per layer");
 	struct estimate e1;
 	if (run(m8, h, KV("gpus", "8", "cp", "1", "dp", "8", "seq", "8192", "mbs", "1", "gbs", "8"), &p, &e1)) return;
 	CHECK(e1.kind[0].cp_comm_s == 0, "cp 1 has no ring steps");
@@ -311,8 +328,9 @@ static void test_cp_ring_steps(const struct model *m8, const struct hw *h)
  * node among its top-k experts (DeepEP internode kernels). mixtral-8x7b (top-2 of 8 experts,
  * hidden 4096, 32 MoE blocks) with ep 8 over two 4-GPU nodes: a token reaches
  * 1·(1 − (1/2)²) = 0.75 remote nodes, and fans out to its 2 experts over NVLink, so one
- * all-to-all of 1024 bf16 tokens (8 MiB) costs 800 µs + 8 MiB·(0.75/(46·0.9 GB/s) +
- * 2/2/(370·0.9 GB/s)); 4 per block (dispatch and combine, forward and backward). */
+ * all-to-all of 1024 bf16 tokens (8 MiB) costs NCCL's LL latency of one NVLink and one network
+ * hop, 6.6 + 0.6 + 2.7 = 9.9 µs, + 8 MiB·(0.75/(46·0.9 GB/s) + 2/2/(370·0.9 GB/s)); 4 per block
+ * (dispatch and combine, forward and backward). */
 static void test_ep_dispatch(const struct hw *h)
 {
 	struct model mx;
@@ -322,30 +340,31 @@ static void test_ep_dispatch(const struct hw *h)
 	struct estimate e;
 	if (run(&mx, h, KV("gpus", "8", "gpus_per_node", "4", "dp", "8", "ep", "8", "seq", "1024", "mbs", "1", "gbs", "8"), &p, &e)) return;
 	double tok = 2.0 * 1024 * 4096;
-	double a2a = 800e-6 + tok * (0.75 / (46e9 * 0.9) + 1.0 / (370e9 * 0.9));
+	double a2a = 9.9e-6 + tok * (0.75 / (46e9 * 0.9) + 1.0 / (370e9 * 0.9));
 	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 8 over 2 nodes: per-node dispatch");
 	/* ep 2 in one node, 4 experts per rank, top-2: a token reaches a rank unless both of its
 	 * experts lie on the other one, 1 − C(4,2)/C(8,2) = 22/28, so 2·22/28 = 1.5714 copies per
-	 * token (not 2), half of them to the other rank */
+	 * token (not 2), half of them to the other rank, 6.6 MB: Simple over one NVLink hop,
+	 * 8.4 + 3.4 µs, beats LL128 and LL at that size */
 	if (run(&mx, h, KV("gpus", "8", "dp", "8", "ep", "2", "seq", "1024", "mbs", "1", "gbs", "8"), &p, &e)) return;
-	a2a = 300e-6 + tok * (2 * 22.0 / 28) * 0.5 / (370e9 * 0.9);
+	a2a = 11.8e-6 + tok * (2 * 22.0 / 28) * 0.5 / (370e9 * 0.9);
 	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 2: one copy per destination rank");
 }
 
 /* ZeRO-3 issues its collectives per block: an all-gather before each block's forward and
  * backward and a reduce-scatter after its backward, every micro-batch [ZERO §5.3], each with
- * its own fixed cost and ring steps. With bandwidth made free, one collective costs the
- * profile's 800 µs plus NCCL's ring latency: tp 8, dp 16 puts one DP member per node, so an
- * all-gather or reduce-scatter walks 15 network steps of 14 µs (NCCL src/graph/tuning.cc,
- * Simple protocol). llama-3-8b has 32 blocks; gbs 64 over dp 16 at mbs 1 is 4 micro-batches. */
+ * its own latency. With bandwidth made free, one collective costs NCCL's latency: tp 8, dp 16
+ * puts one DP member per node, so an all-gather or reduce-scatter is a ring of 15 network hops,
+ * LL protocol: 6.6 + 15·2.7 = 47.1 µs (NCCL src/graph/tuning.cc; PAT would take 8 + 4/3.5·14 +
+ * 16·2.8 = 68.8 µs). llama-3-8b has 32 blocks; gbs 64 over dp 16 at mbs 1 is 4 micro-batches. */
 static void test_zero3_per_block(const struct model *m8, const struct hw *h0)
 {
 	struct hw h = *h0;
-	h.intra_bw_bps = h.inter_bw_bps = 1e18;
+	ideal_fabric(&h, 1e18, 0);
 	struct plan p;
 	struct estimate e;
 	if (run(m8, &h, KV("gpus", "128", "tp", "8", "zero", "3", "seq", "2048", "mbs", "1", "gbs", "64"), &p, &e)) return;
-	double one = 800e-6 + 15 * 14e-6;
+	double one = (6.6 + 15 * 2.7) * 1e-6;
 	CHECK_REL(e.kind[0].dp_comm_s, 4 * 32 * 3 * one, 1e-3, "zero 3: 3 collectives per block per micro-batch");
 	/* the first gather of each forward and backward and the last reduce-scatter cannot hide */
 	CHECK(e.kind[0].dp_exposed_s >= 4 * 3 * one * (1 - 1e-9), "zero 3: %.4g s exposed, at least %.4g",
@@ -425,7 +444,7 @@ static void test_fp16_as_bf16(const struct model *m8, const struct hw *h)
 static void test_tp_overlap(const struct model *gpt3, const struct hw *h0)
 {
 	struct hw h = *h0;
-	h.intra_lat_s = h.inter_lat_s = 0;
+	ideal_fabric(&h, 0, 1);
 	struct plan p;
 	struct estimate e0, e1;
 	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "overlap_tp_comm", "0"), &p, &e0)) return;

@@ -371,17 +371,73 @@ static void test_busbw_factors(void)
 static void test_allreduce_example(void)
 {
 	struct hw h;
+	char err[ERR_LEN];
 	memset(&h, 0, sizeof(h));
-	h.intra_bw_bps = 100e9;
-	h.inter_bw_bps = 100e9;
+	h.ntiers = 2;
+	h.tier[0].gpus = 8; h.tier[0].busbw_bps = 100e9; h.tier[0].oversub = 1;
+	h.tier[1].net = 1; h.tier[1].busbw_bps = 100e9; h.tier[1].oversub = 1;
 	h.comm_eff = 1;
 	h.gpus_per_node = 8;
-	double t = coll_time(&h, COLL_ALLREDUCE, 1e9, 8, 1);
+	CHECK(coll_lib_load("nccl", &h.lib, err) == 0, "%s", err);
+	for (int a = 0; a < ALGO_COUNT; a++)
+		for (int q = 0; q < PROTO_COUNT; q++) {
+			if (h.lib.base_s[a][q] > 0) h.lib.base_s[a][q] = 0;
+			if (h.lib.hop_nvl_s[a][q] > 0) h.lib.hop_nvl_s[a][q] = 0;
+			if (h.lib.hop_net_s[a][q] > 0) h.lib.hop_net_s[a][q] = 0;
+		}
+	struct span one = span_nodes(8, 1), spread = span_nodes(8, 8);
+	double t = coll_time(&h, COLL_ALLREDUCE, 1e9, &one);
 	CHECK_ABS(t * 1e3, 17.5, 0.05, "TV-N1 1 GB all-reduce on 8 ranks, ms");
 	CHECK_ABS(1e9 / t / 1e9, 57.1, 0.05, "TV-N1 algbw GB/s");
 	/* one GPU per node: the ring runs over the NICs alone, so the same bus bandwidth gives
 	 * the same time */
-	CHECK_ABS(coll_time(&h, COLL_ALLREDUCE, 1e9, 8, 8) * 1e3, 17.5, 0.05, "TV-N1 one rank per node, ms");
+	CHECK_ABS(coll_time(&h, COLL_ALLREDUCE, 1e9, &spread) * 1e3, 17.5, 0.05, "TV-N1 one rank per node, ms");
+	/* 8 ranks per node on 4 nodes, NVLink 4x the NIC: the ring is a cycle leaving each node
+	 * once, 4 of its 32 hops, spread over the nodes' NICs; it runs at the slower of its shares,
+	 * 4/32 over the NIC at 25 GB/s against 28/32 over NVLink at 100 GB/s [nccl-tests#309: 8
+	 * NICs bound the ring at 8 NIC rates] */
+	h.tier[1].busbw_bps = 25e9;
+	struct span four = span_nodes(32, 4);
+	double want = 1e9 * 31.0 / 32 * fmax(4.0 / 32 / 25e9, 28.0 / 32 / 100e9);
+	CHECK_REL(coll_time(&h, COLL_REDUCESCATTER, 1e9, &four), want, 1e-9, "multi-node ring at the slower share");
+	/* an oversubscribed spine above a leaf of 16 GPUs: a group over two leaves sees the NIC
+	 * rate divided by the oversubscription */
+	h.ntiers = 3;
+	h.tier[2] = h.tier[1];
+	h.tier[1].gpus = 16;
+	h.tier[2].gpus = 0; h.tier[2].oversub = 4;
+	four.units[1] = 2;
+	double nvl, net;
+	coll_bandwidths(&h, &four, &nvl, &net);
+	CHECK(nvl == 100e9 && net == 25e9 / 4, "spine oversubscription: %g %g", nvl, net);
+	four.units[1] = 1;
+	coll_bandwidths(&h, &four, &nvl, &net);
+	CHECK(net == 25e9, "inside one leaf the spine does not count: %g", net);
+}
+
+/* Latency after NCCL's own model (src/graph/tuning.cc: base latency per algorithm and protocol,
+ * per-hop latency by link kind), smallest over the pairs offered; worked by hand from the
+ * table in profiles/comm/nccl.json:
+ * - all-gather, 16 ranks on 2 nodes: ring LL 6.6 + 14·0.6 + 1·2.7 = 17.7 µs (Simple 70 µs)
+ * - all-reduce, 1024 ranks on 128 nodes: tree LL 6.8 + 2·(7·0.6 + 7·5) = 85.2 µs (ring LL
+ *   6.6 + 1792·0.6 + 254·2.7 = 1767.6 µs)
+ * - all-gather, 1024 ranks one per node: ring LL 6.6 + 1023·2.7 = 2768.7 µs (PAT 8 + 10/3.5·14
+ *   + 1024·2.8 = 2915.2 µs)
+ * - all-reduce on one 8-GPU node: ring LL 6.6 + 14·0.6 = 15 µs (NVLS 25 µs) */
+static void test_latency(void)
+{
+	struct hw h;
+	char err[ERR_LEN];
+	CHECK(hw_load("h100-sxm", &h, err) == 0, "%s", err);
+	struct span a = span_nodes(16, 2), b = span_nodes(1024, 128), c = span_nodes(1024, 1024), d = span_nodes(8, 1);
+	CHECK_ABS(coll_latency(&h, COLL_ALLGATHER, &a) * 1e6, 17.7, 1e-6, "AG 16 ranks on 2 nodes, µs");
+	CHECK_ABS(coll_latency(&h, COLL_REDUCESCATTER, &a) * 1e6, 17.7, 1e-6, "RS 16 ranks on 2 nodes, µs");
+	CHECK_ABS(coll_latency(&h, COLL_ALLREDUCE, &b) * 1e6, 85.2, 1e-6, "AR 1024 ranks on 128 nodes: tree, µs");
+	CHECK_ABS(coll_latency(&h, COLL_ALLGATHER, &c) * 1e6, 2768.7, 1e-6, "AG 1024 ranks, one per node, µs");
+	CHECK_ABS(coll_latency(&h, COLL_ALLREDUCE, &d) * 1e6, 15, 1e-6, "AR on one node: ring LL, µs");
+	/* a large all-reduce on one H100 node takes NVLink SHARP: 480 against the ring's 370 GB/s */
+	double S = 1 << 30, t = coll_time(&h, COLL_ALLREDUCE, S, &d);
+	CHECK_REL(t, 25e-6 + S * 1.75 / (480e9 * h.comm_eff), 1e-9, "1 GiB all-reduce on 8 H100 by NVLS");
 }
 
 /* ------------------------------------------------------- Megatron code constants, Playbook */
@@ -450,25 +506,6 @@ static void test_playbook_batch(void)
 	}
 }
 
-/* Ring and tree step latency after NCCL's tuning model (src/graph/tuning.cc, Simple protocol:
- * 3.4 µs per NVLink ring step, 14 µs per network step): a ring of n ranks on k nodes takes
- * n−1 steps per phase (2 phases for all-reduce), k−1 of them over the network; the all-reduce
- * tree takes 2·((n/k − 1)·3.4 + log2 k·14) µs; model.md §3.1 takes the smaller. Worked by hand:
- * all-gather 16 ranks / 2 nodes: 14·3.4 + 14 = 61.6 µs; all-reduce 1024 / 128: ring
- * 2·(896·3.4 + 127·14) = 9648.8 µs, tree 2·(7·3.4 + 7·14) = 243.6 µs; all-gather 1024 ranks
- * one per node: 1023·14 = 14322 µs (no tree for all-gather); within a node the profile's
- * fixed cost stands for the steps (0 here). */
-static void test_step_latency(void)
-{
-	CHECK_ABS(coll_step_latency(COLL_ALLGATHER, 16, 2) * 1e6, 61.6, 1e-6, "AG 16 ranks on 2 nodes, µs");
-	CHECK_ABS(coll_step_latency(COLL_REDUCESCATTER, 16, 2) * 1e6, 61.6, 1e-6, "RS 16 ranks on 2 nodes, µs");
-	CHECK_ABS(coll_step_latency(COLL_ALLREDUCE, 1024, 128) * 1e6, 243.6, 1e-6, "AR 1024 ranks on 128 nodes: tree, µs");
-	CHECK_ABS(coll_step_latency(COLL_ALLREDUCE, 16, 2) * 1e6, 2 * (7 * 3.4 + 14), 1e-6, "AR 16 on 2 nodes: tree beats the ring");
-	CHECK_ABS(coll_step_latency(COLL_ALLGATHER, 1024, 1024) * 1e6, 14322, 1e-6, "AG 1024 ranks, one per node, µs");
-	CHECK(coll_step_latency(COLL_ALLGATHER, 8, 1) == 0, "one node: no step latency beyond the fixed cost");
-	CHECK(coll_step_latency(COLL_ALLTOALL, 64, 8) == 0, "all-to-all: no ring steps");
-}
-
 int main(void)
 {
 	test_zero_table1();
@@ -488,7 +525,7 @@ int main(void)
 	test_deepseek_params();
 	test_busbw_factors();
 	test_allreduce_example();
-	test_step_latency();
+	test_latency();
 	test_megatron_distopt();
 	test_interleave_factor();
 	test_playbook_states();
