@@ -46,6 +46,9 @@ int train_supported(const struct plan *p, const struct model *m, char *err)
 		return errf(err, "%s: recompute op (torchtitan's per-op checkpointing; use none, selective or full)", what);
 	if (p->zero == 3 && m->tied)
 		return errf(err, "%s: zero 3 with tied embeddings (tie_word_embeddings)", what);
+	if (model_is_moe(m) && ((p->etp && p->etp != p->tp) || ((long)p->dp * p->cp) % p->ep))
+		return errf(err, "%s: expert parallel folding (ep %d, etp %d over tp*dp*cp; the runtime places ep inside dp*cp with etp = tp)",
+			    what, p->ep, p->etp);
 	if (p->zero == 3 && p->ep > 1)
 		return errf(err, "%s: zero 3 with ep %d (expert-parallel plans run with --zero 0-2)", what, p->ep);
 	if (p->zero == 3 && p->pp > 1)

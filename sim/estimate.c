@@ -252,7 +252,8 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	group_span(&l, GROUP_PP, h, &c->pp_g);
 	c->pp_cross = p->pp > 1 && c->pp_g.units[0] > 1;
 	c->dpcp = p->dp * p->cp;
-	c->edp = c->dpcp / p->ep;
+	c->etp = p->etp > 0 ? p->etp : p->tp;
+	c->edp = p->tp * c->dpcp / (p->ep * c->etp);
 	return 0;
 }
 
@@ -495,6 +496,7 @@ static void step_totals(const struct ectx *c, const struct rank_work *w, int np,
 	 * a communicator of its own even when it has the ranks of another (Megatron
 	 * parallel_state's model-parallel group, clip_grad_norm_fp32; nanotron's mp_pg) */
 	e->nccl_comms = 1 + (p->tp > 1) + (p->pp > 1) + (p->cp > 1) + (p->dp > 1) + (p->ep > 1) + (p->ep > 1 && c->edp > 1) +
+			(model_is_moe(m) && c->etp > 1 && c->etp != p->tp) +
 			((long)p->tp * p->pp > 1);
 	/* each communicator: nccl_channels channels of nccl_conns connections, each holding the
 	 * buffers of every protocol (hw profile "nccl" source) */

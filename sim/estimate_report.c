@@ -12,6 +12,7 @@ void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 		p->model, p->gpus, p->gpu, p->dp, p->tp, p->pp, p->cp, p->ep, p->vpp, p->zero, p->sp ? "on" : "off",
 		recompute_name(p->recompute), p->mbs, p->gbs, p->seq, schedule_name(p->schedule), precision_name(p->precision),
 		p->flash_attn ? "" : ", unfused attention");
+	if (p->etp > 0 && p->etp != p->tp) fprintf(f, "experts: ep %d x etp %d over the tp*dp*cp ranks of a stage (parallel folding)\n", p->ep, p->etp);
 	fprintf(f, "micro-batches per pipeline: %d\n\n", e->m);
 	fprintf(f, "memory per GPU (GiB)   ");
 	for (int i = 0; i < e->nkinds; i++) fprintf(f, " %16s", e->kind[i].label);

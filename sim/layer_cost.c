@@ -91,11 +91,13 @@ static void linear_time(const struct ectx *c, const struct dims *d, struct compu
 	}
 	cm->g_col = col;
 	if (d->moe) {
-		/* routed experts: T·k token copies spread evenly over the EP group; each rank runs
-		 * E/ep local experts, each on T·k·ep/E tokens (perfect balance) */
-		double local = (double)m->moe_experts / p->ep;
-		double expert_tokens = T * m->moe_topk * p->ep / m->moe_experts;
-		double fe = m->moe_ffn_hidden / t;
+		/* routed experts: the tokens of the ranks of one expert-TP group (tp/etp attention TP
+		 * groups' worth, T each) spread evenly over the EP group; each rank runs E/ep local
+		 * experts, each on T·(tp/etp)·k·ep/E tokens, sharded etp ways (perfect balance; the
+		 * FLOPs per rank are the same T·k experts' worth whatever the folding) */
+		double local = (double)m->moe_experts / p->ep, et = c->etp;
+		double expert_tokens = T * (t / et) * m->moe_topk * p->ep / m->moe_experts;
+		double fe = m->moe_ffn_hidden / et;
 		g += local * (gemm_t(c, expert_tokens, (mult - 1) * fe, H, 1) + gemm_t(c, expert_tokens, H, fe, 1));
 		gflops += 2 * T * m->moe_topk * H * mult * m->moe_ffn_hidden / t;
 		g += gemm_t(c, T, m->moe_experts, H, 1); /* router */
@@ -170,7 +172,7 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 	if (c->p->precision == PREC_FP8) {
 		double fe = d->moe ? m->moe_ffn_hidden * (double)m->moe_topk + width : width;
 		double in = H + qd / t + H + fe / t, out = (qd + 2 * kvd) / t + H + (mult - 1) * fe / t + H;
-		double wts = (d->lp.attn + d->lp.mlp) / t + d->lp.experts / (c->p->ep * t);
+		double wts = (d->lp.attn + d->lp.mlp) / t + d->lp.experts / ((double)c->p->ep * c->etp);
 		if (c->p->fp8_impl == FP8_TE) {
 			/* Transformer Engine with delayed scaling takes the scale from the amax
 			 * history (no extra pass): an input is read once and written as its row- and
@@ -331,17 +333,19 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 		act += E * T * (mult * width / t);
 		a_lin += E * T * width / t;
 	}
+	/* the routed tokens a rank's experts hold: those of its expert-TP group, T·(tp/etp)·k copies,
+	 * each with an etp-th of the expert width */
+	double et = c->etp, tok = T * (t / et) * m->moe_topk, fe = m->moe_ffn_hidden / et;
 	if (d->moe) {
-		double tok = T * m->moe_topk;
-		act += E * tok * (2 * H + mult * m->moe_ffn_hidden / t) + 4.0 * T * m->moe_experts;
-		a_lin += E * tok * (H + m->moe_ffn_hidden / t);
+		act += E * tok * (2 * H + mult * fe) + 4.0 * T * m->moe_experts;
+		a_lin += E * tok * (H + fe);
 	}
 	if (p->precision == PREC_FP8 && p->fp8_impl == FP8_TE) {
 		/* TE keeps only the column-wise FP8 copy (1 byte) of a GEMM input for the backward
 		 * [TE linear.py; frameworks.md §3.4]: the QKV, FC1 and FC2 inputs (and the experts')
 		 * shrink to half; the O projection saves its FP8 input beside the attention output
 		 * that flash attention keeps in bf16 */
-		double fp8_in = E * T * (2 * H / sp + width / t) + (d->moe ? E * T * m->moe_topk * (H + m->moe_ffn_hidden / t) : 0);
+		double fp8_in = E * T * (2 * H / sp + width / t) + (d->moe ? E * tok * (H + fe) : 0);
 		act -= 0.5 * fp8_in - 0.5 * E * T * qd / t;
 		a_lin = 0.5 * a_lin;
 	}
@@ -351,13 +355,13 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 	/* per-op checkpointing keeps the block input, the attention output with its statistics,
 	 * and half of the matmul outputs (q, k, v, O, the MLP's up/gate and down; experts alike) */
 	double mm_out = E * T * ((qd + 2 * kvd_t * t) / t + H / sp + (mult - 1) * width / t + H / sp);
-	if (d->moe) mm_out += E * T * m->moe_topk * ((mult - 1) * m->moe_ffn_hidden / t + H);
+	if (d->moe) mm_out += E * tok * ((mult - 1) * fe + H);
 	lc->act_op = lc->act_ckpt + E * T * qd / t + 4.0 * T * m->heads / t + 0.5 * mm_out;
 
 	/* parameters held: TP-sharded projections, replicated norms/router, experts over EP */
 	const struct layer_params *lp = &d->lp;
-	lc->params = (lp->attn + lp->mlp + lp->bias) / t + lp->norms + lp->router + lp->experts / (p->ep * t);
-	lc->params_expert = lp->experts / (p->ep * t);
+	lc->params = (lp->attn + lp->mlp + lp->bias) / t + lp->norms + lp->router + lp->experts / ((double)p->ep * c->etp);
+	lc->params_expert = lp->experts / ((double)p->ep * c->etp);
 	lc->params_dense_grad = lc->params - lc->params_expert;
 }
 

@@ -26,6 +26,7 @@ struct ectx {
 	struct span tp_g, cp_g, dpcp_g, ep_g, edp_g, pp_g; /* where each group sits on the fabric */
 	int pp_cross;               /* pipeline neighbours on different nodes */
 	int dpcp, edp;              /* sizes of the dense and expert gradient groups */
+	int etp;                    /* expert tensor parallelism (the plan's, tp when unset) */
 	double act_bytes;           /* bytes per activation element: 2 (bf16/fp8 runs) or 4 (fp32) */
 };
 

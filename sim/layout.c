@@ -1,5 +1,6 @@
 /* layout — rank <-> coordinates and group membership. Strides follow the plan's order string;
- * EP/EDP groups split the combined index k = cp + cp_size * dp with EP innermost. */
+ * EP/EDP groups split the stage index K = tp + tp_size·(cp + cp_size·dp) as etp, ep, edp
+ * (innermost first). */
 #include <stdlib.h>
 #include <string.h>
 #include "sim/layout.h"
@@ -19,10 +20,11 @@ int layout_init(struct layout *l, const struct plan *p, char *err)
 	l->size[DIM_DP] = p->dp;
 	l->size[DIM_PP] = p->pp;
 	l->ep = p->ep;
+	l->etp = p->etp > 0 ? p->etp : p->tp;
 	l->world = p->tp * p->cp * p->dp * p->pp;
 	l->gpus_per_node = p->gpus_per_node > 0 ? p->gpus_per_node : l->world;
-	if ((p->cp * p->dp) % p->ep)
-		return errf(err, "layout: ep (%d) does not divide dp*cp (%d)", p->ep, p->cp * p->dp);
+	if ((p->tp * p->cp * p->dp) % (p->ep * l->etp) || p->tp % l->etp)
+		return errf(err, "layout: ep*etp (%d) does not divide tp*dp*cp (%d)", p->ep * l->etp, p->tp * p->cp * p->dp);
 	char buf[32];
 	strcpy(buf, p->order);
 	int stride = 1, n = 0;
@@ -43,9 +45,10 @@ void layout_coords(const struct layout *l, int rank, struct coords *out)
 {
 	for (int d = 0; d < DIM_COUNT; d++)
 		out->c[d] = (rank / l->stride[d]) % l->size[d];
-	int k = out->c[DIM_CP] + l->size[DIM_CP] * out->c[DIM_DP];
-	out->ep = k % l->ep;
-	out->edp = k / l->ep;
+	int K = out->c[DIM_TP] + l->size[DIM_TP] * (out->c[DIM_CP] + l->size[DIM_CP] * out->c[DIM_DP]);
+	out->etp = K % l->etp;
+	out->ep = K / l->etp % l->ep;
+	out->edp = K / (l->etp * l->ep);
 }
 
 int layout_rank(const struct layout *l, const int c[DIM_COUNT])
@@ -65,7 +68,7 @@ int layout_group_size(const struct layout *l, enum group_kind g)
 	case GROUP_PP: return l->size[DIM_PP];
 	case GROUP_DPCP: return l->size[DIM_DP] * l->size[DIM_CP];
 	case GROUP_EP: return l->ep;
-	case GROUP_EDP: return l->size[DIM_DP] * l->size[DIM_CP] / l->ep;
+	case GROUP_EDP: return l->size[DIM_TP] * l->size[DIM_DP] * l->size[DIM_CP] / (l->ep * l->etp);
 	default: return 0;
 	}
 }
@@ -77,6 +80,17 @@ static int rank_with_k(const struct layout *l, const struct coords *c, int k)
 	memcpy(cc, c->c, sizeof(cc));
 	cc[DIM_CP] = k % l->size[DIM_CP];
 	cc[DIM_DP] = k / l->size[DIM_CP];
+	return layout_rank(l, cc);
+}
+
+/* rank with stage index K = tp + tp_size·(cp + cp_size·dp) and the pp coordinate of `c` */
+static int rank_with_stage_index(const struct layout *l, const struct coords *c, int K)
+{
+	int cc[DIM_COUNT];
+	memcpy(cc, c->c, sizeof(cc));
+	cc[DIM_TP] = K % l->size[DIM_TP];
+	cc[DIM_CP] = K / l->size[DIM_TP] % l->size[DIM_CP];
+	cc[DIM_DP] = K / (l->size[DIM_TP] * l->size[DIM_CP]);
 	return layout_rank(l, cc);
 }
 
@@ -96,8 +110,8 @@ int layout_group(const struct layout *l, enum group_kind g, int rank, int *ranks
 		case GROUP_DP: cc[DIM_DP] = i; ranks[i] = layout_rank(l, cc); break;
 		case GROUP_PP: cc[DIM_PP] = i; ranks[i] = layout_rank(l, cc); break;
 		case GROUP_DPCP: ranks[i] = rank_with_k(l, &c, i); break;
-		case GROUP_EP: ranks[i] = rank_with_k(l, &c, c.edp * l->ep + i); break;
-		case GROUP_EDP: ranks[i] = rank_with_k(l, &c, i * l->ep + c.ep); break;
+		case GROUP_EP: ranks[i] = rank_with_stage_index(l, &c, c.etp + l->etp * (i + l->ep * c.edp)); break;
+		case GROUP_EDP: ranks[i] = rank_with_stage_index(l, &c, c.etp + l->etp * (c.ep + l->ep * i)); break;
 		default: return -1;
 		}
 	}
@@ -174,14 +188,17 @@ static int group_stride(const struct layout *l, enum group_kind g)
 {
 	int cps = l->stride[DIM_CP], dps = l->stride[DIM_DP], cp = l->size[DIM_CP], dp = l->size[DIM_DP];
 	int dpcp = cp == 1 ? dps : dp == 1 || dps == cps * cp ? cps : 0; /* k = c + cp·d contiguous */
+	/* the stage index K = t + tp·(c + cp·d) is contiguous in ranks when the three chain */
+	int tps = l->stride[DIM_TP], tp = l->size[DIM_TP];
+	int stage = tps == 1 && (cp == 1 || cps == tp) && (dp == 1 || dps == tp * cp);
 	switch (g) {
 	case GROUP_TP: return l->stride[DIM_TP];
 	case GROUP_CP: return cps;
 	case GROUP_DP: return dps;
 	case GROUP_PP: return l->stride[DIM_PP];
 	case GROUP_DPCP: return dpcp;
-	case GROUP_EP: return l->ep <= cp ? cps : dpcp;
-	case GROUP_EDP: return dpcp ? dpcp * l->ep : 0;
+	case GROUP_EP: return stage ? l->etp : 0;
+	case GROUP_EDP: return stage ? l->etp * l->ep : 0;
 	default: return 0;
 	}
 }

@@ -1,7 +1,9 @@
 /* layout — the one mapping between a global rank and its coordinates in the process grid, and
  * the ranks of every communication group. Built from a plan's degrees and rank order
- * (innermost first; Megatron's default is tp-cp-ep-dp-pp, ours tp-cp-dp-pp with EP folded
- * into the combined cp*dp index, cp fastest — Megatron's expert "parallel folding").
+ * (innermost first; ours tp-cp-dp-pp). The MoE layers lay their own grid over the same ranks
+ * of a pipeline stage (Megatron's expert "parallel folding"): the stage index
+ * K = tp + tp_size·(cp + cp_size·dp) splits as etp (innermost), ep, then expert-DP, so with
+ * etp = tp and ep dividing dp·cp the EP group sits inside the DP×CP group as before.
  *
  * Invariant: for each group kind, the groups partition the ranks; group member i has
  * coordinate i along that dimension. Ranks r and r' are on the same node iff
@@ -16,8 +18,8 @@ enum dim { DIM_TP, DIM_CP, DIM_DP, DIM_PP, DIM_COUNT };
 enum group_kind {
 	GROUP_TP, GROUP_CP, GROUP_DP, GROUP_PP,
 	GROUP_DPCP,  /* dense gradient reduction: all ranks with the same tp and pp coordinate */
-	GROUP_EP,    /* expert parallel: ep ranks inside one DPCP group */
-	GROUP_EDP,   /* expert data parallel: ranks holding the same experts (dp*cp/ep) */
+	GROUP_EP,    /* expert parallel: ep ranks of the stage's expert grid (same etp, edp index) */
+	GROUP_EDP,   /* expert data parallel: ranks holding the same expert shard, tp*dp*cp/(ep*etp) */
 	GROUP_COUNT
 };
 
@@ -26,12 +28,13 @@ struct layout {
 	int gpus_per_node;
 	int size[DIM_COUNT];
 	int stride[DIM_COUNT];
-	int ep;
+	int ep, etp;
 };
 
 struct coords {
 	int c[DIM_COUNT];
 	int ep, edp;  /* position in the EP group and in the expert-DP group */
+	int etp;      /* position in the expert-TP group */
 };
 
 int layout_init(struct layout *l, const struct plan *p, char *err);

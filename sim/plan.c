@@ -34,7 +34,8 @@ static const struct plan_key plan_keys[] = {
 	{"tp", K_INT, OFF(tp), 1, 1024, "tensor-parallel degree", NULL},
 	{"pp", K_INT, OFF(pp), 1, 4096, "pipeline-parallel degree", NULL},
 	{"cp", K_INT, OFF(cp), 1, 1024, "context-parallel degree", NULL},
-	{"ep", K_INT, OFF(ep), 1, 1 << 16, "expert-parallel degree (inside dp*cp)", NULL},
+	{"ep", K_INT, OFF(ep), 1, 1 << 16, "expert-parallel degree (ep*etp divides tp*dp*cp: parallel folding)", NULL},
+	{"etp", K_INT, OFF(etp), 0, 1024, "expert tensor-parallel degree, <= tp (0: tp)", NULL},
 	{"vpp", K_INT, OFF(vpp), 1, 256, "model chunks per pipeline rank (interleaved)", NULL},
 	{"sp", K_BOOL, OFF(sp), 0, 1, "sequence parallelism inside TP", NULL},
 	{"zero", K_INT, OFF(zero), 0, 3, "ZeRO stage 0-3", NULL},
@@ -392,6 +393,7 @@ int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char
 		if ((long)p->dp * p->mbs > (1 << 26)) return errf(err, "plan: dp*mbs is absurdly large");
 		p->gbs = p->dp * p->mbs;
 	}
+	if (!p->etp) p->etp = p->tp;
 	if (p->pp == 1) p->schedule = SCHED_NONE;
 	else if (p->schedule == SCHED_NONE) p->schedule = SCHED_1F1B;
 	if (p->schedule != SCHED_INTERLEAVED && p->vpp > 1 && p->pp > 1 && p->schedule == SCHED_1F1B)
@@ -445,12 +447,17 @@ int plan_validate(const struct plan *p, const struct model *m, const struct hw *
 		if (p->sp && p->tp > 1 && (p->seq / p->cp) % p->tp)
 			return errf(err, "plan: tp (%d) does not divide seq/cp (%d) (sequence parallelism)", p->tp, p->seq / p->cp);
 		if (model_is_moe(m)) {
-			if (((long)p->dp * p->cp) % p->ep)
-				return errf(err, "plan: ep (%d) does not divide dp*cp (%ld)", p->ep, (long)p->dp * p->cp);
+			long stage = (long)p->tp * p->dp * p->cp;
+			if (p->etp > p->tp || p->tp % p->etp)
+				return errf(err, "plan: etp (%d) must divide tp (%d) (expert tensor parallelism inside the attention's)", p->etp, p->tp);
+			if (stage % ((long)p->ep * p->etp))
+				return errf(err, "plan: ep*etp (%ld) does not divide tp*dp*cp (%ld)", (long)p->ep * p->etp, stage);
+			if (m->moe_ffn_hidden % p->etp)
+				return errf(err, "plan: etp (%d) does not divide moe_intermediate_size (%d)", p->etp, m->moe_ffn_hidden);
 			if (m->moe_experts % p->ep)
 				return errf(err, "plan: ep (%d) does not divide the number of experts (%d)", p->ep, m->moe_experts);
-		} else if (p->ep != 1) {
-			return errf(err, "plan: ep (%d) must be 1 for a dense model", p->ep);
+		} else if (p->ep != 1 || p->etp != p->tp) {
+			return errf(err, p->ep != 1 ? "plan: ep (%d) must be 1 for a dense model" : "plan: etp (%d) applies to MoE models only", p->ep != 1 ? p->ep : p->etp);
 		}
 		int n = plan_stages(p), sum = 0;
 		if (p->nstage_layers != n)

@@ -3,7 +3,8 @@
  * and JSON use the same keys, see plan_keys), one validator. The simulator, tuner, runtime and
  * database all use these; nothing else parses a plan.
  *
- * Invariant: after plan_resolve() + plan_validate() succeed, gpus == dp*tp*pp*cp,
+ * Invariant: after plan_resolve() + plan_validate() succeed, gpus == dp*tp*pp*cp, etp is set
+ * and ep*etp divides tp*dp*cp (MoE parallel folding: the experts' grid over a stage's ranks),
  * gbs % (dp*mbs) == 0, and stage_layers[0..pp*vpp_chunks) sums to the model's layers
  * (one entry per pipeline *stage*, i.e. per model chunk in pipeline order). */
 #ifndef SCALEPLAN_PLAN_H
@@ -41,7 +42,8 @@ struct plan {
 	char gpu[PLAN_NAME_LEN];     /* profile name or path (may be empty) */
 	int gpus;                    /* world size; 0 = derive from the degrees */
 	int gpus_per_node;           /* 0 = the hardware profile's */
-	int dp, tp, pp, cp, ep;      /* dp 0 = derive from gpus */
+	int dp, tp, pp, cp, ep;      /* dp 0 = derive from gpus; ep divides tp*dp*cp (folding) */
+	int etp;                     /* expert tensor parallelism, <= tp; 0 = tp (Megatron's default) */
 	int vpp;                     /* model chunks per pipeline rank (interleaved) */
 	int sp;                      /* sequence parallelism inside TP */
 	int zero;                    /* 0..3 */

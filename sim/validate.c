@@ -355,6 +355,8 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 		struct ep_arg a = {p->dp * p->cp, m->moe_experts};
 		fill_add(f, "ep", 1, a.dpcp < 4096 ? a.dpcp : 4096, ep_ok, &a);
 	}
+	/* expert TP has no column: with MoE parallel folding (ep beyond dp*cp) it must be below tp */
+	if (!known(r, p, "etp") && model_is_moe(m) && p->tp > 1) fill_add(f, "etp", 1, p->tp, divides, &p->tp);
 }
 
 /* Tries every completion; leaves the chosen one in *p and *e. Returns 0, or -1 with err when

@@ -64,13 +64,13 @@ static void test_validator(void)
 }
 
 /* groups of each kind partition the ranks; member i has coordinate i; TP contiguous */
-static void check_layout(int tp, int cp, int dp, int pp, int ep, const char *order, int gpn)
+static void check_layout_etp(int tp, int cp, int dp, int pp, int ep, int etp, const char *order, int gpn)
 {
 	struct plan p;
 	struct layout l;
 	char err[ERR_LEN];
 	plan_defaults(&p);
-	p.tp = tp; p.cp = cp; p.dp = dp; p.pp = pp; p.ep = ep; p.gpus_per_node = gpn;
+	p.tp = tp; p.cp = cp; p.dp = dp; p.pp = pp; p.ep = ep; p.etp = etp; p.gpus_per_node = gpn;
 	strcpy(p.order, order);
 	CHECK(layout_init(&l, &p, err) == 0, "layout_init: %s", err);
 	int world = tp * cp * dp * pp;
@@ -102,6 +102,50 @@ static void check_layout(int tp, int cp, int dp, int pp, int ep, const char *ord
 	}
 }
 
+static void check_layout(int tp, int cp, int dp, int pp, int ep, const char *order, int gpn)
+{
+	check_layout_etp(tp, cp, dp, pp, ep, 0, order, gpn);
+}
+
+/* MoE parallel folding [Megatron-Core MoE README, "parallel folding"]: the experts' grid (etp
+ * innermost, then ep, then expert-DP) over the tp*dp*cp ranks of a stage. DeepSeek-V3-style
+ * ep 32 over tp 2 x dp 16 with etp 1: the EP group of rank 0 is the 32 consecutive ranks of its
+ * stage, 4 nodes of 8; expert-DP then has one member (tp*dp*cp / (ep*etp) = 1). */
+static void test_folding(void)
+{
+	check_layout_etp(2, 1, 16, 8, 32, 1, "tp-cp-dp-pp", 8);
+	check_layout_etp(4, 2, 4, 2, 8, 2, "tp-cp-dp-pp", 8);
+	check_layout_etp(2, 2, 4, 2, 8, 1, "dp-tp-cp-pp", 4);
+	struct plan p;
+	struct layout l;
+	char err[ERR_LEN];
+	plan_defaults(&p);
+	p.tp = 2; p.dp = 16; p.pp = 8; p.ep = 32; p.etp = 1; p.gpus_per_node = 8;
+	CHECK(layout_init(&l, &p, err) == 0, "%s", err);
+	int r[64];
+	int n = layout_group(&l, GROUP_EP, 0, r, 64), contiguous = n == 32;
+	for (int i = 0; i < n; i++) contiguous &= r[i] == i;
+	CHECK(contiguous, "folded EP group of rank 0 is ranks 0..31");
+	CHECK(layout_group_units(&l, GROUP_EP, 8) == 4, "it spans 4 nodes: %d", layout_group_units(&l, GROUP_EP, 8));
+	CHECK(layout_group_size(&l, GROUP_EDP) == 1, "expert-DP of one");
+	struct model m;
+	CHECK(model_load("deepseek-v3", &m, err) == 0, "%s", err);
+	check_rejects(&m, (const char *const[]){"gpus", "256", "tp", "2", "pp", "8", "ep", "32", "etp", "2", "gbs", "512", NULL},
+		      "ep*etp (64) does not divide tp*dp*cp (32)");
+	check_rejects(&m, (const char *const[]){"gpus", "256", "tp", "2", "pp", "8", "ep", "32", "etp", "4", "gbs", "512", NULL},
+		      "etp (4) must divide tp (2)");
+	plan_defaults(&p);
+	const char *ok[] = {"gpus", "256", "tp", "2", "pp", "8", "ep", "32", "etp", "1", "gbs", "512", NULL};
+	int rc = 0;
+	for (int i = 0; ok[i]; i += 2) rc |= plan_set(&p, ok[i], ok[i + 1], err);
+	rc |= plan_resolve(&p, &m, NULL, err) || plan_validate(&p, &m, NULL, err);
+	CHECK(rc == 0 && p.etp == 1, "ep 32 folded over tp 2 x dp 16 is a valid plan: %s", err);
+	plan_defaults(&p);
+	plan_set(&p, "gpus", "256", err); plan_set(&p, "tp", "2", err); plan_set(&p, "pp", "8", err); plan_set(&p, "ep", "8", err);
+	plan_set(&p, "gbs", "512", err);
+	CHECK(plan_resolve(&p, &m, NULL, err) == 0 && p.etp == 2, "etp defaults to tp (Megatron-Core): %d", p.etp);
+}
+
 static void test_layout(void)
 {
 	check_layout(8, 1, 8, 8, 1, "tp-cp-dp-pp", 8);
@@ -130,5 +174,6 @@ int main(void)
 {
 	test_validator();
 	test_layout();
+	test_folding();
 	return test_summary("test_plan");
 }

@@ -179,6 +179,7 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 	megatron_pipeline(o, p);
 	if (p->cp > 1) flag(o, "--context-parallel-size", p->cp);
 	if (p->ep > 1) flag(o, "--expert-model-parallel-size", p->ep);
+	if (p->ep > 1 || (p->etp > 0 && p->etp != p->tp)) flag(o, "--expert-tensor-parallel-size", p->etp > 0 ? p->etp : p->tp);
 	if (p->sp && p->tp > 1) flag0(o, "--sequence-parallel");
 	switch (p->zero) {
 	case 1: flag0(o, "--use-distributed-optimizer"); break;
@@ -279,6 +280,7 @@ static void export_nanotron(struct out *o, const struct plan *p, const struct mo
 		noeq(o, "layer split %s; nanotron places layers itself", buf);
 	}
 	if (p->ep > 1) comment(o, "EP here is carved out of dp*cp (expert parallel folding)");
+	if (p->etp > 0 && p->etp != p->tp) noeq(o, "expert tensor parallelism %d beside attention tp %d (MoE parallel folding)", p->etp, p->tp);
 	fprintf(f, "tokens:\n  micro_batch_size: %d\n  batch_accumulation_per_replica: %d\n  sequence_length: %d\n",
 		p->mbs, accumulation(p), p->seq);
 	int zs = p->zero > 1 ? 1 : p->zero;
@@ -372,6 +374,7 @@ static void export_torchtitan(struct out *o, const struct plan *p, const struct 
 	}
 	fprintf(f, "context_parallel_degree = %d\n", p->cp);
 	fprintf(f, "expert_parallel_degree = %d\n", p->ep);
+	if (p->etp > 0 && p->etp != p->tp) noeq(o, "expert tensor parallelism %d beside attention tp %d (MoE parallel folding)", p->etp, p->tp);
 	fprintf(f, "\n[training]\n");
 	/* with PP the local batch is split into micro-batches; without, gradient accumulation
 	 * makes up global_batch_size / (local_batch_size * dp) steps */

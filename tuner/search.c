@@ -107,6 +107,7 @@ static int build_plan(const struct search_req *rq, const struct search_cand *k, 
 	*p = rq->base;
 	p->gpus = k->gpus;
 	p->dp = k->dp; p->tp = k->tp; p->pp = k->pp; p->cp = k->cp; p->ep = k->ep;
+	p->etp = k->etp > 0 ? k->etp : k->tp;
 	p->vpp = k->vpp; p->zero = k->zero; p->sp = k->sp;
 	p->recompute = (enum recompute)k->recompute;
 	p->recompute_layers = k->recompute_layers;
@@ -340,13 +341,17 @@ static int enumerate_world(struct ctx *c, int gpus, double f0, double f1)
 				if (FIXED(rq->fix.dp, dp)) continue;
 				int rej = degree_reason(c, tp, cp, pp);
 				int dpcp = dp * cp;
-				for (int ep = 1; ep <= (model_is_moe(m) ? dpcp : 1); ep++) {
-					if (dpcp % ep || FIXED(rq->fix.ep, ep)) continue;
+				/* ep inside dp*cp with the experts' TP the attention's, or folded over the
+				 * TP ranks too with expert TP 1 (Megatron's MoE parallel folding) */
+				for (int ep = 1; ep <= (model_is_moe(m) ? tp * dpcp : 1); ep++) {
+					int fold = dpcp % ep != 0;
+					if ((tp * dpcp) % ep || FIXED(rq->fix.ep, ep)) continue;
 					int rej1 = rej;
 					if (rej1 < 0 && model_is_moe(m) && m->moe_experts % ep) rej1 = REJ_EXPERTS;
 					struct search_cand k;
 					memset(&k, 0, sizeof(k));
 					k.gpus = gpus; k.dp = dp; k.tp = tp; k.pp = pp; k.cp = cp; k.ep = ep;
+					k.etp = fold ? 1 : tp;
 					if (below_degrees(c, &k, rej1)) return -1;
 				}
 			}

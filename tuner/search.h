@@ -91,6 +91,7 @@ struct search_req {
 /* One priced plan, compact (the full plan is rebuilt with search_cand_plan). */
 struct search_cand {
 	int gpus, dp, tp, pp, cp, ep, vpp, zero, sp, recompute, recompute_layers, mbs, schedule, order;
+	int etp;                   /* expert TP: tp, or 1 when ep folds over tp ranks (0 = tp) */
 	double step_s, tokens_per_s, tokens_per_s_per_gpu, mfu, peak_bytes, capacity_bytes;
 	double bubble_fraction, exposed_comm_s;
 	double analytic_step_s;    /* before refinement */

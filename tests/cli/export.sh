@@ -14,6 +14,18 @@ expect_out '^  dp: 8$'
 expect_out '^  batch_accumulation_per_replica: 8$'
 expect_rc 0 "$SP" export "$TMP/plan.json" --format torchtitan --zero 3
 expect_out '^fsdp_reshard_after_forward = "default"$'
+# MoE parallel folding: ep 32 over tp 2 x dp 16 with expert TP 1 is Megatron's
+# --expert-model-parallel-size / --expert-tensor-parallel-size (megatron/training/arguments.py)
+FOLD=(--model deepseek-v3 --gpu h800 --gpus 256 --tp 2 --pp 8 --ep 32 --etp 1 --mbs 1 --gbs 512 --seq 4096 --zero 1 --sp)
+expect_rc 0 "$SP" export --format megatron "${FOLD[@]}"
+expect_out '^--expert-model-parallel-size 32 \\$'
+expect_out '^--expert-tensor-parallel-size 1 \\$'
+expect_rc 0 "$SP" export --format nanotron "${FOLD[@]}"
+expect_out 'no equivalent.*expert tensor parallelism 1 beside attention tp 2'
+expect_rc 0 "$SP" sim "${FOLD[@]}" --recompute full
+expect_out 'experts: ep 32 x etp 1 over the tp\*dp\*cp ranks'
+expect_rc 2 "$SP" sim "${FOLD[@]}" --etp 2
+expect_err_line 'ep\*etp \(64\) does not divide tp\*dp\*cp \(32\)'
 expect_rc 2 "$SP" export "$TMP/plan.json" --format alpa
 expect_err_line "unknown format 'alpa'"
 expect_rc 2 "$SP" export "$TMP/plan.json"
