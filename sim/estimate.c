@@ -308,6 +308,11 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		double L = fmax(1, w->layers);
 		double g = coll_time(h, COLL_ALLGATHER, pd / L, &c->dpcp_g) + coll_time(h, COLL_ALLGATHER, pe / L, &c->edp_g);
 		double rs = coll_time(h, COLL_REDUCESCATTER, gd / L, &c->dpcp_g) + coll_time(h, COLL_REDUCESCATTER, ge / L, &c->edp_g);
+		if (p->zero3_gather_gbps > 0) { /* the framework's own rate bounds them (plan.h) */
+			double rate = p->zero3_gather_gbps * 1e9;
+			g = fmax(g, (pd / L * coll_busbw_factor(COLL_ALLGATHER, n) + pe / L * coll_busbw_factor(COLL_ALLGATHER, ne)) / rate);
+			rs = fmax(rs, (gd / L * coll_busbw_factor(COLL_REDUCESCATTER, n) + ge / L * coll_busbw_factor(COLL_REDUCESCATTER, ne)) / rate);
+		}
 		double f_l = fwd_mb / L, b_l = bwd_mb / L;
 		*total = c->mb * L * (2 * g + rs);
 		/* a collective running under a block's compute takes SMs and memory bandwidth from

@@ -68,6 +68,9 @@ struct plan {
 	int allocator;               /* enum allocator */
 	int fp8_impl;                /* enum fp8_impl */
 	int fp8_params;              /* FP8 primary weights (TE fp8_param_gather): no bf16 copy */
+	int zero3_gather_gbps;       /* > 0: ZeRO-3's gathers and reduce-scatters run at most at this
+	                              * per-GPU rate, GB/s, when the framework and not the fabric
+	                              * bounds them (frameworks/deepspeed.json, 2021) */
 	char framework[PLAN_NAME_LEN]; /* profiles/frameworks/NAME.json whose documented defaults fill
 	                              * the keys a plan does not state (framework_apply) */
 	int nstage_layers;           /* 0 = balanced default split */
