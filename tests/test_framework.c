@@ -52,7 +52,7 @@ static void test_apply(void)
 	CHECK(framework_load("nemo", &fw, err) == 0, "%s", err);
 	plan_defaults(&p);
 	plan_set(&p, "tp", "4", err);
-	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.zero == 1 && p.sp && p.overlap_grad_reduce &&
+	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.zero == 1 && p.overlap_grad_reduce &&
 	      p.overlap_param_gather && p.overlap_tp_comm && !p.fp32_grads && p.allocator == ALLOC_EXPANDABLE && !p.reduce_per_mb,
 	      "nemo defaults");
 	/* megatron-lm: fp16 runs reduce fp16 gradients, bf16 runs fp32; the asynchronous TP
