@@ -82,15 +82,16 @@ double coll_time(const struct hw *h, enum coll c, double bytes, const struct spa
 	double share = k > 1 ? (double)k / n : 0;
 	double ring_s = k > 1 ? bytes * f * fmax(share / net, ppn > 1 ? (1 - share) / nvl : 0) : bytes * f / nvl;
 	for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo_time(L, ALGO_RING, p, steps - net_steps, net_steps, ring_s));
+	double lk = k > 1 && (c == COLL_ALLREDUCE || ppn == 1) ? log2(k) : 0;
 	if (c == COLL_ALLREDUCE && k > 1) /* tree: a chain inside each node, a tree across nodes */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo_time(L, ALGO_TREE, p, 2 * (ppn - 1), 2 * log2(k), ring_s));
+			take(&best, algo_time(L, ALGO_TREE, p, 2 * (ppn - 1), 2 * lk, ring_s));
 	if (c == COLL_ALLREDUCE && k == 1 && n > 2 && h->tier[0].nvls_busbw_bps > 0) /* NVLink SHARP */
 		for (int p = 0; p < PROTO_COUNT; p++)
 			take(&best, algo_time(L, ALGO_NVLS, p, 1, 0, bytes * f / (h->tier[0].nvls_busbw_bps * h->comm_eff)));
 	if (c != COLL_ALLREDUCE && k > 1 && ppn == 1) /* PAT: one rank per node */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo_time(L, ALGO_PAT, p, 0, log2(k) / 3.5, ring_s / L->pat_bw_frac) + (L->base_s[ALGO_PAT][p] >= 0 ? n * L->pat_rank_s : 0));
+			take(&best, algo_time(L, ALGO_PAT, p, 0, lk / 3.5, ring_s / L->pat_bw_frac) + (L->base_s[ALGO_PAT][p] >= 0 ? n * L->pat_rank_s : 0));
 	return best;
 }
 
