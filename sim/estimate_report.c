@@ -86,11 +86,11 @@ void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f
 	fprintf(f, "{\"plan\":");
 	plan_write_json(p, f);
 	fprintf(f, ",\"microbatches\":%d,\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"tokens_per_s_per_gpu\":%.9g,"
-		"\"mfu\":%.6g,\"hfu\":%.6g,\"model_flops_per_step\":%.9g,\"peak_mem_bytes\":%.0f,\"live_peak_bytes\":%.0f,\"capacity_bytes\":%.0f,"
+		"\"mfu\":%.6g,\"hfu\":%.6g,\"model_flops_per_step\":%.9g,\"peak_mem_bytes\":%.0f,\"reserved_peak_bytes\":%.0f,\"live_peak_bytes\":%.0f,\"capacity_bytes\":%.0f,"
 		"\"nonpool_bytes\":%.0f,\"nccl_comms\":%d,"
 		"\"fits\":%s,\"bubble_fraction\":%.6g,\"exposed_comm_s\":%.9g,\"rank_kinds\":[",
 		e->m, e->step_time_s, e->tokens_per_s, e->tokens_per_s_per_gpu, e->mfu, e->hfu, e->model_flops_per_step,
-		e->peak_mem_bytes, e->live_peak_bytes, e->capacity_bytes, e->nonpool_bytes, e->nccl_comms, e->fits ? "true" : "false",
+		e->peak_mem_bytes, e->peak_mem_bytes, e->live_peak_bytes, e->capacity_bytes, e->nonpool_bytes, e->nccl_comms, e->fits ? "true" : "false",
 		e->bubble_fraction, e->exposed_comm_s);
 	for (int i = 0; i < e->nkinds; i++) {
 		const struct rank_est *k = &e->kind[i];
