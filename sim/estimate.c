@@ -424,7 +424,7 @@ static double rank_kind(const struct ectx *c, int r, const struct rank_work *w, 
 	double slack = p->pp > 1 ? r * (w->B + w->W) : 0;
 	*tail = fmax(0, k->dp_exposed_s - slack);
 	double pb = p->zero >= 1 ? 1.0 / (c->dpcp) : 1.0;
-	k->optimizer_s = elem_t(c, 36.0 * k->params * pb) + 4 * h->kernel_overhead_s;
+	k->optimizer_s = elem_t(c, 36.0 * k->params * pb) + 4 * h->host_op_s; /* a few fused kernels */
 	k->bubble_s = fmax(0, span - pp_exposed - busy);
 	k->overhead_s = h->step_overhead_s;
 	k->step_s = span + *tail + k->optimizer_s + k->overhead_s;

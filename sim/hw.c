@@ -36,7 +36,9 @@ static const struct hw_field fields[] = {
 	{"context_gib", HOFF(context_bytes), 1073741824.0, 0, 1e3, 0},
 	{"nccl_conn_mib", HOFF(nccl_conn_bytes), 1048576.0, 0, 1e4, 0},
 	{"step_overhead_ms", HOFF(step_overhead_s), 1e-3, 0, 1e5, 0},
-	{"kernel_overhead_us", HOFF(kernel_overhead_s), 1e-6, 0, 1e5, 0},
+	{"kernel_us", HOFF(kernel_s), 1e-6, 0, 1e5, 0},
+	{"host_op_us", HOFF(host_op_s), 1e-6, 0, 1e5, 0},
+	{"host_collective_us", HOFF(host_coll_s), 1e-6, 0, 1e5, 0},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

@@ -59,7 +59,9 @@ struct hw {
 	int nccl_conns;           /* connections per channel (ring peers and tree parent/children) */
 	double nccl_conn_bytes;   /* NCCL buffers of one connection (all protocols), outside the pool */
 	double step_overhead_s;   /* fixed per-step host/launch overhead */
-	double kernel_overhead_s; /* per-layer-op launch/synchronisation overhead */
+	double kernel_s;          /* GPU time one kernel costs beyond its work (launch, ramp, tail) */
+	double host_op_s;         /* host time to dispatch and launch one eager framework op */
+	double host_coll_s;       /* host time to launch one collective through torch.distributed */
 };
 
 /* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. */

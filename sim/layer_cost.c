@@ -190,16 +190,23 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 	cm->e_b = e_b;
 }
 
+/* kernels an eager Llama-style block launches in its forward (two norms of ~6 elementwise
+ * kernels each, 4-5 GEMMs, rotary embedding ~10, attention, residual adds, the activation);
+ * its backward launches about twice as many */
+#define HOST_OPS_FWD 40
+
 /* the block's forward, backward and recompute times and FLOPs */
 static void compute_cost(const struct ectx *c, const struct dims *d, struct compute *cm, struct layer_cost *lc)
 {
 	linear_time(c, d, cm);
 	attention_time(c, d, cm);
 	elementwise_time(c, d, cm);
-	double ko = c->h->kernel_overhead_s, g = cm->g;
-	lc->f = g + cm->a_f + cm->e_f + ko;
+	/* every kernel also costs the GPU a fixed time beyond its work (launch, ramp-up, tail):
+	 * HOST_OPS_FWD kernels forward, twice as many backward (host_bound below) */
+	double g = cm->g, kf = HOST_OPS_FWD * c->h->kernel_s;
+	lc->f = g + cm->a_f + cm->e_f + kf;
 	lc->w = g;
-	lc->b = g + cm->a_b + cm->e_b + 2 * ko;
+	lc->b = g + cm->a_b + cm->e_b + 2 * kf;
 	lc->model_flops = 3 * cm->gflops + 3 * cm->attn_flops;
 	lc->hw_flops = lc->model_flops;
 	switch (c->p->recompute) {
@@ -216,7 +223,7 @@ static void compute_cost(const struct ectx *c, const struct dims *d, struct comp
 		 * output (torchtitan _save_list / _custom_policy: "save all compute ops except every
 		 * second mm"), so the backward re-runs half the linear forward and the element-wise
 		 * ops between them, not the attention */
-		lc->rc = 0.5 * g + cm->e_f + ko;
+		lc->rc = 0.5 * g + cm->e_f + kf / 2;
 		lc->hw_flops += 0.5 * cm->gflops;
 		break;
 	default:
@@ -365,6 +372,24 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 	lc->params_dense_grad = lc->params - lc->params_expert;
 }
 
+/* Frameworks launch every kernel and collective from Python: a block cannot run faster than
+ * its host can launch it, so its time is the larger of the GPU's and the host's: HOST_OPS_FWD
+ * kernels forward and twice as many backward, and its TP collectives (with SP an all-gather
+ * and a reduce-scatter around each of attention and MLP, else an all-reduce each), each
+ * costing host_collective_us to launch; the profile says where those host times come from.
+ * GPU-bound blocks (large models, the published rows) are untouched; small per-GPU work at
+ * high tp is host-bound. */
+static void host_bound(const struct ectx *c, struct layer_cost *lc)
+{
+	const struct hw *h = c->h;
+	const struct plan *p = c->p;
+	double colls = p->tp > 1 ? (p->sp ? 4 : 2) : 0;
+	double hf = HOST_OPS_FWD * h->host_op_s + colls * h->host_coll_s;
+	double hb = 2 * HOST_OPS_FWD * h->host_op_s + colls * h->host_coll_s;
+	if (hf > lc->f + lc->tp_f) lc->f = hf - lc->tp_f;
+	if (hb > lc->b + lc->w + lc->tp_b) lc->b = hb - lc->w - lc->tp_b;
+}
+
 void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 {
 	struct dims d;
@@ -373,6 +398,7 @@ void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	dims_init(c, moe, &d);
 	compute_cost(c, &d, &cm, lc);
 	tp_cost(c, &d, &cm, lc);
+	host_bound(c, lc);
 	cp_cost(c, &d, &cm, lc);
 	ep_cost(c, &d, lc);
 	memory_cost(c, &d, lc);

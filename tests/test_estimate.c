@@ -483,7 +483,7 @@ static void test_recompute_op(const struct model *m8, const struct hw *h0)
 	struct hw h = *h0;
 	h.hbm_bw_bps = 1e30;
 	h.attn_eff = 1e12;
-	h.kernel_overhead_s = 0;
+	h.host_op_s = h.host_coll_s = h.kernel_s = 0;
 	if (run(m8, &h, KV("gpus", "1", "seq", "4096", "gbs", "1", "recompute", "op"), &p, &eo)) return;
 	if (run(m8, &h, KV("gpus", "1", "seq", "4096", "gbs", "1", "recompute", "full"), &p, &ef)) return;
 	CHECK_REL(eo.kind[0].recompute_s / ef.kind[0].recompute_s, 0.5, 1e-9, "recompute op re-runs half the GEMMs");
