@@ -27,7 +27,7 @@ endif
 WARN := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wshadow
 CFLAGS ?= $(OPT) -g
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) -I. -Ibuild/gen -MMD -MP
-LDLIBS := -lcjson -lsqlite3 -lglpk -lopenblas -lm -lpthread
+LDLIBS := -lcjson -lsqlite3 -lglpk -lgsl -lopenblas -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 ifeq ($(V),1)

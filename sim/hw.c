@@ -20,7 +20,7 @@ struct hw_field {
 
 #define HOFF(f) offsetof(struct hw, f)
 static const struct hw_field fields[] = {
-	{"peak_bf16_tflops", HOFF(peak_bf16_flops), 1e12, 1, 1e5, 0},
+	{"peak_bf16_tflops", HOFF(peak_bf16_flops), 1e12, 1e-4, 1e5, 0}, /* a CPU rank: ~0.1 */
 	{"peak_fp8_tflops", HOFF(peak_fp8_flops), 1e12, 0, 1e5, 0},
 	{"hbm_gib", HOFF(hbm_bytes), 1073741824.0, 1, 1e5, 0},
 	{"hbm_bw_gbps", HOFF(hbm_bw_bps), 1e9, 1, 1e6, 0},
@@ -124,6 +124,10 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 		}
 		if (!strcmp(it->string, "network")) {
 			if (read_network(it, name, h, err)) goto out;
+			continue;
+		}
+		if (!strcmp(it->string, "tables")) {
+			if (hw_tables_from_json(it, name, &h->tables, err)) goto out;
 			continue;
 		}
 		size_t i;

@@ -8,6 +8,8 @@
 #ifndef SCALEPLAN_HW_H
 #define SCALEPLAN_HW_H
 
+#include "sim/hw_table.h"
+
 /* NCCL's cost model (profiles/comm/nccl.json): per algorithm and protocol a base latency and a
  * per-hop latency by link kind (< 0: not offered), and the protocols' share of the bus bandwidth */
 enum { PROTO_LL, PROTO_LL128, PROTO_SIMPLE, PROTO_COUNT };
@@ -60,6 +62,7 @@ struct hw {
 	double nccl_conn_bytes;   /* NCCL buffers of one connection (all protocols), outside the pool */
 	double step_overhead_s;   /* fixed per-step host/launch overhead */
 	double kernel_overhead_s; /* per-layer-op launch/synchronisation overhead */
+	struct hw_tables tables;  /* measured tables (optional "tables" key; sim/hw_table.h) */
 };
 
 /* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. */

@@ -1,0 +1,2 @@
+#include "cli/cli.h"
+int cmd_calibrate(int argc, char **argv) { (void)argc; (void)argv; return 0; }
