@@ -23,19 +23,20 @@ struct pdesc {
 	double lo, hi;             /* file units; hi < 0: the profile's own value (a datasheet cap);
 				    * hi == 0: the longest measured step (an overhead cannot exceed it) */
 	int logscale, dflt;        /* log-logistic map; in the default set */
+	double cap;                /* file units: the profile reader's own upper limit (sim/hw.c) */
 };
 static const struct pdesc pd[CP_COUNT] = {
-	{"gemm_eff", HOFF(gemm_eff), 1, 0.01, 1, 0, 1},
-	{"gemm_half_dim", HOFF(gemm_half_dim), 1, 0, 1e5, 1, 1},
-	{"attn_eff", HOFF(attn_eff), 1, 0.01, 1, 0, 1},
-	{"mem_eff", HOFF(mem_eff), 1, 0.01, 1, 0, 1},
-	{"comm_eff", HOFF(comm_eff), 1, 0.01, 1, 0, 1},
-	{"intra_node_latency_us", HOFF(intra_lat_s), 1e-6, 0, 0, 1, 1},
-	{"inter_node_latency_us", HOFF(inter_lat_s), 1e-6, 0, 0, 1, 1},
-	{"intra_node_busbw_gbps", HOFF(intra_bw_bps), 1e9, 0.1, -1, 0, 0},
-	{"inter_node_busbw_gbps", HOFF(inter_bw_bps), 1e9, 0.1, -1, 0, 0},
-	{"step_overhead_ms", HOFF(step_overhead_s), 1e-3, 0, 0, 1, 1},
-	{"kernel_overhead_us", HOFF(kernel_overhead_s), 1e-6, 0, 0, 1, 1},
+	{"gemm_eff", HOFF(gemm_eff), 1, 0.01, 1, 0, 1, 1},
+	{"gemm_half_dim", HOFF(gemm_half_dim), 1, 0, 1e5, 1, 1, 1e6},
+	{"attn_eff", HOFF(attn_eff), 1, 0.01, 1, 0, 1, 1},
+	{"mem_eff", HOFF(mem_eff), 1, 0.01, 1, 0, 1, 1},
+	{"comm_eff", HOFF(comm_eff), 1, 0.01, 1, 0, 1, 1},
+	{"intra_node_latency_us", HOFF(intra_lat_s), 1e-6, 0, 0, 1, 1, 1e4},
+	{"inter_node_latency_us", HOFF(inter_lat_s), 1e-6, 0, 0, 1, 1, 1e4},
+	{"intra_node_busbw_gbps", HOFF(intra_bw_bps), 1e9, 0.1, -1, 0, 0, 1e6},
+	{"inter_node_busbw_gbps", HOFF(inter_bw_bps), 1e9, 0.1, -1, 0, 0, 1e6},
+	{"step_overhead_ms", HOFF(step_overhead_s), 1e-3, 0, 0, 1, 1, 1e5},
+	{"kernel_overhead_us", HOFF(kernel_overhead_s), 1e-6, 0, 0, 1, 1, 1e5},
 };
 
 const char *cal_param_key(int k) { return k >= 0 && k < CP_COUNT ? pd[k].key : "?"; }
@@ -128,6 +129,7 @@ static void bounds(const struct hw *h0, int k, double max_step_s, double *lo, do
 {
 	double own = fieldc(h0, k);
 	*hi = pd[k].hi < 0 ? own : pd[k].hi > 0 ? pd[k].hi * pd[k].scale : max_step_s;
+	*hi = fmin(*hi, pd[k].cap * pd[k].scale);
 	*lo = pd[k].lo * pd[k].scale;
 	if (pd[k].logscale && *lo <= 0) *lo = *hi * 1e-6;
 	if (*hi <= *lo) *hi = *lo * 2;
