@@ -26,7 +26,9 @@ static void cal_usage(FILE *f)
 		"made without it (--db), or without its source's runs (TSV files) - the honest figure.\n"
 		"Bounds: efficiencies in [0.01, 1], bandwidths at most the profile's own (the datasheet's),\n"
 		"latencies and overheads in [0, the longest measured step].\n\n"
-		"  --db PATH      benchmarks recorded by `tune --bench-top` (status ok), --tune ID only that tune's\n"
+		"  --db PATH      benchmarks recorded by `tune --bench-top` (status ok) and other finished runs\n"
+		"                 (`run --db`: the median of their steps after the first); --tune ID: only\n"
+		"                 that tune's benchmarks\n"
 		"  FILE.tsv       measured runs in shared/validation/FORMAT.md format whose gpu cell names the\n"
 		"                 profile (its name, the --gpu argument, or that file's name without .json)\n"
 		"  --gpu PROFILE  the profile to calibrate (built-in name or JSON path)\n"
@@ -107,6 +109,33 @@ static int parse_args(int argc, char **argv, struct cal_args *a, char *err)
 	return 0;
 }
 
+/* finished runs of the store no benchmark stands for (`scaleplan run --db`): the median
+ * of their steps after the first */
+static int points_from_runs(struct store *s, const struct hw *h0, const struct store_bench *b, int nb,
+			    struct points *ps, char *err)
+{
+	struct store_run *r;
+	int nr, rc = 0;
+	if (store_list_finished_runs(s, &r, &nr, err)) return -1;
+	for (int i = 0; i < nr && !rc; i++) {
+		int benched = 0;
+		for (int k = 0; k < nb && !benched; k++) benched = b[k].run_id == r[i].id;
+		if (benched || r[i].steps < 1 || !(r[i].median_step_s > 0)) continue;
+		struct cal_point *pt = add_point(ps);
+		if (!pt) { rc = errf(err, "out of memory"); break; }
+		plan_defaults(&pt->p);
+		char e2[ERR_LEN];
+		if (plan_from_json(r[i].plan_json, &pt->p, e2) || model_load(pt->p.model, &pt->m, e2) ||
+		    plan_resolve(&pt->p, &pt->m, h0, e2) || plan_validate(&pt->p, &pt->m, h0, e2))
+			rc = errf(err, "run %ld: %s", r[i].id, e2);
+		pt->meas_step_s = r[i].median_step_s;
+		snprintf(pt->id, sizeof(pt->id), "R%ld", r[i].id);
+		snprintf(pt->source, sizeof(pt->source), "R%ld", r[i].id);
+	}
+	store_free_runs(r, nr);
+	return rc;
+}
+
 /* benchmarks of the store (status ok) as points, priced on h0 */
 static int points_from_db(const struct cal_args *a, const struct hw *h0, struct points *ps, char *err)
 {
@@ -143,6 +172,7 @@ static int points_from_db(const struct cal_args *a, const struct hw *h0, struct 
 		store_tune_clear(&t);
 		store_finalist_clear(&f);
 	}
+	if (!rc && !a->tune) rc = points_from_runs(s, h0, b, nb, ps, err);
 	store_free_benchmarks(b, nb);
 	store_close(s);
 	return rc;

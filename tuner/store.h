@@ -109,4 +109,15 @@ int store_add_benchmark(struct store *s, struct store_bench *b, char *err);
 int store_list_benchmarks(struct store *s, long tune_id, struct store_bench **out, int *n, char *err);
 void store_free_benchmarks(struct store_bench *b, int n);
 
+/* Runs that finished, with the median step time of their steps after the first (all steps
+ * when there is one), oldest first. */
+struct store_run {
+	long id, finalist_id;
+	char *plan_json;
+	int steps;
+	double median_step_s;
+};
+int store_list_finished_runs(struct store *s, struct store_run **out, int *n, char *err);
+void store_free_runs(struct store_run *r, int n);
+
 #endif

@@ -135,3 +135,65 @@ void store_free_benchmarks(struct store_bench *b, int n)
 	}
 	free(b);
 }
+
+/* median of the run's step times after its first step */
+static int run_median(struct store *s, struct store_run *r, char *err)
+{
+	sqlite3_stmt *st;
+	if (store_prepare(s, "SELECT step_time_s FROM measurements WHERE run_id = ? ORDER BY step", &st, err)) return -1;
+	sqlite3_bind_int64(st, 1, r->id);
+	double v[4096];
+	int n = 0, rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 4096) v[n++] = sqlite3_column_double(st, 0);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) return store_db_errf(s, err, "read measurements");
+	int first = n > 1 ? 1 : 0, m = n - first;
+	double *x = v + first;
+	for (int i = 1; i < m; i++)
+		for (int j = i; j > 0 && x[j] < x[j - 1]; j--) { double t = x[j]; x[j] = x[j - 1]; x[j - 1] = t; }
+	r->steps = m;
+	r->median_step_s = m <= 0 ? 0 : m % 2 ? x[m / 2] : 0.5 * (x[m / 2 - 1] + x[m / 2]);
+	return 0;
+}
+
+int store_list_finished_runs(struct store *s, struct store_run **out, int *n, char *err)
+{
+	sqlite3_stmt *st;
+	struct store_run *arr = NULL;
+	int cnt = 0, cap = 0, rc, bad = 0;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare(s, "SELECT id, coalesce(finalist_id, 0), plan FROM runs WHERE status = 'finished' ORDER BY id", &st, err))
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			int nc = cap ? 2 * cap : 16;
+			struct store_run *na = realloc(arr, (size_t)nc * sizeof(*arr));
+			if (!na) { bad = 1; break; }
+			arr = na;
+			cap = nc;
+		}
+		struct store_run *r = &arr[cnt++];
+		memset(r, 0, sizeof(*r));
+		r->id = (long)sqlite3_column_int64(st, 0);
+		r->finalist_id = (long)sqlite3_column_int64(st, 1);
+		const unsigned char *v = sqlite3_column_text(st, 2);
+		if (!(r->plan_json = strdup(v ? (const char *)v : "{}"))) { bad = 1; break; }
+	}
+	sqlite3_finalize(st);
+	if (bad || (rc != SQLITE_DONE && rc != SQLITE_ROW)) {
+		store_free_runs(arr, cnt);
+		return bad ? errf(err, "store: out of memory") : store_db_errf(s, err, "read runs");
+	}
+	for (int i = 0; i < cnt; i++)
+		if (run_median(s, &arr[i], err)) { store_free_runs(arr, cnt); return -1; }
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+
+void store_free_runs(struct store_run *r, int n)
+{
+	for (int i = 0; r && i < n; i++) free(r[i].plan_json);
+	free(r);
+}
