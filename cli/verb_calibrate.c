@@ -35,7 +35,8 @@ static void cal_usage(FILE *f)
 		"  -o FILE        write the calibrated profile (the input with the fitted fields replaced)\n"
 		"  --params LIST  the parameters to fit (default: gemm_eff, gemm_half_dim, attn_eff, mem_eff,\n"
 		"                 comm_eff, intra/inter_node_latency_us, step_overhead_ms, kernel_overhead_us,\n"
-		"                 less those that move no prediction); also intra/inter_node_busbw_gbps\n"
+		"                 less those that move no prediction, and at most runs - 1 of them, those\n"
+		"                 that move the predictions most); also intra/inter_node_busbw_gbps\n"
 		"  --prior W      pull toward the profile's values (default 0.001)\n"
 		"  --engine E     predict with the analytical model (default) or the event engine\n"
 		"  --json         error_before, error_after, cv_error (fractions), parameters, runs\n");
@@ -286,6 +287,7 @@ static void print_text(const struct cal_args *a, const struct cal_point *pts, co
 		printf("%-24s %12.5g %12.5g   [%g, %g]\n", cal_param_key(r->param[j]), r->before[j], r->after[j], r->lo[j], r->hi[j]);
 	for (int k = 0; k < CP_COUNT; k++)
 		if (r->dropped & (1u << k)) printf("%-24s (not fitted: it moves no prediction of these runs)\n", cal_param_key(k));
+		else if (r->too_few & (1u << k)) printf("%-24s (not fitted: %d runs tell %d parameters apart at most)\n", cal_param_key(k), r->points, r->n);
 	printf("\n%-10s %12s %12s %12s %12s\n", "run", "measured s", "before s", "after s", "held-out s");
 	for (int i = 0; i < r->points; i++)
 		printf("%-10s %12.5g %12.5g %12.5g %12.5g\n", pts[i].id, pts[i].meas_step_s, pts[i].pred_before_s,

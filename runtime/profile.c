@@ -1,7 +1,7 @@
 /* profile — the measuring driver: the same loop for every backend. Each measurement runs on
  * every rank at once: a trial call sets how many calls fill min_time_s, the ranks agree on the
- * largest count, meet at a barrier and time that many calls; the time per call is the mean over
- * ranks. Collectives follow nccl-tests [NCCLT]: a warm-up call, then timed calls, the slowest
+ * mean count, meet at a barrier and time that many calls; the time per call is the slowest
+ * rank's. Collectives follow nccl-tests [NCCLT]: a warm-up call, then timed calls, the slowest
  * member's time, the size S of its convention. */
 #include <math.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ void profile_opts_default(struct profile_opts *o)
 	o->lim.heads = 4;
 	o->lim.head_dim = 64;
 	o->lim.max_bytes = 16u << 20;
-	o->min_time_s = 0.02;
+	o->min_time_s = 0.05;
 }
 
 /* what one measurement calls */
@@ -70,7 +70,22 @@ static int call_once(const struct profile_backend *b, void *ws, const struct cal
 	}
 }
 
-/* seconds per call, mean over ranks */
+/* the largest of every rank's v (one all-gather: the comm interface sums, it does not max) */
+static int comm_allreduce_max(struct comm *w, double v, double *out, char *err)
+{
+	int n = comm_size(w);
+	double buf[4096];
+	if (n > 4096) return errf(err, "profile: more than 4096 ranks");
+	if (comm_allgather(w, &v, buf, 1, COMM_F64, err)) return -1;
+	*out = v;
+	for (int i = 0; i < n; i++) if (buf[i] > *out) *out = buf[i];
+	return 0;
+}
+
+/* seconds per call with every rank calling at once: the ranks start together after a barrier
+ * and the window lasts until the slowest is done, so ranks that share cores share them here
+ * as they do in a training step (a rank that finished early would otherwise have measured a
+ * core of its own) */
 static int time_call(const struct profile_backend *b, void *ws, struct comm *w, const struct call *c,
 		     double min_s, double *s, double *moved, char *err)
 {
@@ -85,9 +100,9 @@ static int time_call(const struct profile_backend *b, void *ws, struct comm *w, 
 	for (int i = 0; i < (int)reps; i++)
 		if (call_once(b, ws, c, moved, err)) return -1;
 	if (b->sync(ws, err)) return -1;
-	double t = (now_s() - t0) / reps;
-	if (comm_allreduce(w, &t, &t, 1, COMM_F64, err)) return -1;
-	*s = t / comm_size(w);
+	double t = (now_s() - t0) / reps, tmax;
+	if (comm_allreduce_max(w, t, &tmax, err)) return -1;
+	*s = tmax;
 	return 0;
 }
 
@@ -208,8 +223,7 @@ static int measure_group(const struct profile_backend *b, void *ws, struct comm 
 		if (b->sync(ws, err)) return -1;
 		double t = (now_s() - t0) / iters;
 		double max_t; /* the slowest rank anywhere: the groups ran at once, as a plan's do */
-		if (comm_allreduce(w, &t, &t, 1, COMM_F64, err)) return -1;
-		max_t = t / comm_size(w);
+		if (comm_allreduce_max(w, t, &max_t, err)) return -1;
 		size_t bytes = comm_colls[coll_of[op]].size_bytes(count, sizeof(float), n);
 		if (hwt_curve_add(cv, (double)bytes, max_t)) return errf(err, "profile: collective table full");
 	}

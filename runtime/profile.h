@@ -11,7 +11,7 @@
  *
  * Units: seconds, bytes, FLOP/s. Ownership: the caller owns the world communicator and the
  * result (plain data). Invariant: every rank returns the same result (values are agreed over
- * the world: the mean over ranks of each rank's time per call; collectives the slowest member). */
+ * the world: the slowest rank's time per call, the ranks having started together). */
 #ifndef SCALEPLAN_PROFILE_H
 #define SCALEPLAN_PROFILE_H
 

@@ -7,17 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include "sim/plan.h"
 #include "sim/util.h"
 #include "tuner/bench.h"
 
+/* a finalist's plan with the settings that change nothing at its degrees set to their
+ * defaults (ZeRO without data parallelism, SP without TP), as JSON: two plans that run the
+ * same have the same key */
+static char *run_key(const char *plan_json)
+{
+	struct plan p;
+	char err[ERR_LEN];
+	plan_defaults(&p);
+	if (plan_from_json(plan_json, &p, err)) return strdup(plan_json);
+	if (p.dp * p.cp == 1) p.zero = 0;
+	if (p.tp == 1) p.sp = 0;
+	return plan_to_json(&p);
+}
+
 void bench_select(const struct store_finalist *f, int nf, int k, int *idx, int *n)
 {
+	char *keys[256];
 	*n = 0;
-	for (int i = 0; i < nf && *n < k; i++) {
-		int dup = 0;
-		for (int j = 0; j < *n && !dup; j++) dup = !strcmp(f[idx[j]].plan_json, f[i].plan_json);
-		if (!dup && f[i].fits) idx[(*n)++] = i;
+	for (int i = 0; i < nf && *n < k && *n < 256; i++) {
+		if (!f[i].fits) continue;
+		char *key = run_key(f[i].plan_json);
+		int dup = !key;
+		for (int j = 0; j < *n && !dup; j++) dup = !strcmp(keys[j], key);
+		if (dup) { free(key); continue; }
+		keys[*n] = key;
+		idx[(*n)++] = i;
 	}
+	for (int j = 0; j < *n; j++) free(keys[j]);
 }
 
 /* ---- command lines ---------------------------------------------------------------------- */

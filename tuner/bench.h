@@ -31,8 +31,9 @@ struct bench_opts {
 	int gpus_per_node;         /* srun: tasks per node */
 };
 
-/* Indices (into f[0..nf), best first) of the k best finalists whose plans differ; *n set.
- * idx holds k entries. */
+/* Indices (into f[0..nf), best first) of the k best finalists that fit and run differently
+ * (ZeRO stages without data parallelism, or SP without TP, do not make another run); *n
+ * set. idx holds k entries (at most 256). */
 void bench_select(const struct store_finalist *f, int nf, int k, int *idx, int *n);
 
 struct bench_cmd {

@@ -175,21 +175,41 @@ static double mean_abs_err(const struct cal_point *pts, int n, size_t off)
 	return n ? s / n : 0;
 }
 
-/* the default parameters that move some run's prediction by more than 1e-4 (log) */
-static unsigned sensitive(const struct hw *h0, const struct cal_point *pts, int n, int event, unsigned want,
-			  double max_step_s)
+/* how far a 20 % cut of parameter k moves the runs' predictions (largest |Δ log|); a zero
+ * time-like field is probed at 1 % of the longest step */
+static double sensitivity(const struct hw *h0, const struct cal_point *pts, int n, int event, int k, double max_step_s)
 {
+	struct hw h = *h0;
+	double v = fieldc(h0, k), most = 0;
+	*field(&h, k) = v > 0 ? v * 0.8 : pd[k].logscale ? 0.01 * max_step_s : 0.5 * pd[k].scale;
+	for (int i = 0; i < n; i++) {
+		double a = calibrate_predict(h0, &pts[i], event), b = calibrate_predict(&h, &pts[i], event);
+		if (a > 0 && b > 0 && fabs(log(b / a)) > most) most = fabs(log(b / a));
+	}
+	return most;
+}
+
+/* The default parameters to fit: those that move some prediction by more than 1e-4 (log), and
+ * of those at most n − 1 (at least 1), the most telling first, so that a few runs do not fit
+ * more parameters than they can tell apart. *few: left out for that reason. */
+static unsigned choose(const struct hw *h0, const struct cal_point *pts, int n, int event, unsigned want,
+		       double max_step_s, unsigned *few)
+{
+	double sens[CP_COUNT];
 	unsigned keep = 0;
+	int nk = 0, cap = n > 1 ? n - 1 : 1;
 	for (int k = 0; k < CP_COUNT; k++) {
-		if (!(want & (1u << k))) continue;
-		struct hw h = *h0;
-		double v = fieldc(h0, k);
-		/* a zero time-like field is probed at 1 % of the longest step */
-		*field(&h, k) = v > 0 ? v * 0.8 : pd[k].logscale ? 0.01 * max_step_s : 0.5 * pd[k].scale;
-		for (int i = 0; i < n && !(keep & (1u << k)); i++) {
-			double a = calibrate_predict(h0, &pts[i], event), b = calibrate_predict(&h, &pts[i], event);
-			if (a > 0 && b > 0 && fabs(log(b / a)) > 1e-4) keep |= 1u << k;
-		}
+		sens[k] = want & (1u << k) ? sensitivity(h0, pts, n, event, k, max_step_s) : 0;
+		if (sens[k] > 1e-4) keep |= 1u << k, nk++;
+	}
+	*few = 0;
+	while (nk > cap) { /* drop the least telling */
+		int worst = -1;
+		for (int k = 0; k < CP_COUNT; k++)
+			if ((keep & (1u << k)) && (worst < 0 || sens[k] < sens[worst])) worst = k;
+		keep &= ~(1u << worst);
+		*few |= 1u << worst;
+		nk--;
 	}
 	return keep;
 }
@@ -259,8 +279,10 @@ int calibrate_fit(const struct hw *h0, struct cal_point *pts, int n, const struc
 	}
 	unsigned dflt = 0;
 	for (int k = 0; k < CP_COUNT; k++) if (pd[k].dflt) dflt |= 1u << k;
-	unsigned want = o->mask ? o->mask : dflt, keep = o->mask ? o->mask : sensitive(h0, pts, n, o->event, dflt, max_step);
-	r->dropped = want & ~keep;
+	unsigned want = o->mask ? o->mask : dflt, few = 0;
+	unsigned keep = o->mask ? o->mask : choose(h0, pts, n, o->event, dflt, max_step, &few);
+	r->too_few = few;
+	r->dropped = want & ~keep & ~few;
 	for (int k = 0; k < CP_COUNT; k++)
 		if (keep & (1u << k)) r->param[r->n++] = k;
 	if (!r->n) return errf(err, "calibrate: no parameter moves the prediction of these runs");

@@ -42,7 +42,8 @@ struct cal_point {
 
 struct cal_opts {
 	unsigned mask;             /* parameters to fit (1u << CP_*); 0: the default set, less those
-				    * that move no prediction of these runs */
+				    * that move no prediction of these runs, and at most (runs − 1) of
+				    * them, those that move the predictions most */
 	double prior;              /* weight of the pull toward the profile's values (default 0.001) */
 	int max_iter;              /* trust-region iterations (default 200) */
 	int by_source;             /* cross-validate leaving one source out (else one run) */
@@ -58,6 +59,7 @@ struct cal_result {
 	double error_before, error_after, cv_error; /* cv_error < 0: fewer than two groups */
 	int points, groups, iterations;
 	unsigned dropped;          /* default parameters left out: they move no prediction */
+	unsigned too_few;          /* default parameters left out: more than the runs can tell apart */
 };
 
 /* Step time of pt's plan on hardware h (analytical, or event engine when event). 0 on error. */
