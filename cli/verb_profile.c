@@ -185,9 +185,12 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	add_num(o, "attn_eff", attn_eff < 0.01 ? 0.01 : attn_eff, "%.4g");
 	add_num(o, "mem_eff", t->ref_mem_eff < 0.01 ? 0.01 : t->ref_mem_eff, "%.4g");
 	add_num(o, "comm_eff", 1, "%g");
-	static const char *const zero[] = {"overhead_gib", "context_gib", "nccl_comm_gib", "step_overhead_ms", "kernel_overhead_us"};
+	/* no device allocator, context or communicator buffers on a CPU: malloc'd buffers are
+	 * what the runtime counts */
+	static const char *const zero[] = {"workspace_mib", "context_gib", "nccl_conn_mib", "step_overhead_ms", "kernel_overhead_us"};
 	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++) add_num(o, zero[i], 0, "%g");
-	add_num(o, "frag_factor", 1, "%g");
+	add_num(o, "alloc_frag_native", 1, "%g");
+	add_num(o, "alloc_frag_expandable", 1, "%g");
 	cJSON *src = cJSON_AddObjectToObject(o, "sources");
 	char s[256];
 	snprintf(s, sizeof(s), "scaleplan profile --backend %s on %s, %d ranks at once, %s", b->name, host, r->ranks, when);
