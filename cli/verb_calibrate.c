@@ -25,7 +25,7 @@ static void cal_usage(FILE *f)
 		"|predicted/measured - 1| before and after, and cross-validated: every run predicted by a fit\n"
 		"made without it (--db), or without its source's runs (TSV files) - the honest figure.\n"
 		"Bounds: efficiencies in [0.01, 1], bandwidths at most the profile's own (the datasheet's),\n"
-		"latencies and overheads in [0, the longest measured step].\n\n"
+		"overheads in [0, the longest measured step].\n\n"
 		"  --db PATH      benchmarks recorded by `tune --bench-top` (status ok) and other finished runs\n"
 		"                 (`run --db`: the median of their steps after the first); --tune ID: only\n"
 		"                 that tune's benchmarks\n"
@@ -34,9 +34,9 @@ static void cal_usage(FILE *f)
 		"  --gpu PROFILE  the profile to calibrate (built-in name or JSON path)\n"
 		"  -o FILE        write the calibrated profile (the input with the fitted fields replaced)\n"
 		"  --params LIST  the parameters to fit (default: gemm_eff, gemm_half_dim, attn_eff, mem_eff,\n"
-		"                 comm_eff, intra/inter_node_latency_us, step_overhead_ms, kernel_overhead_us,\n"
-		"                 less those that move no prediction, and at most runs - 1 of them, those\n"
-		"                 that move the predictions most); also intra/inter_node_busbw_gbps\n"
+		"                 comm_eff, step_overhead_ms, kernel_overhead_us, less those that move no\n"
+		"                 prediction, and at most runs - 1 of them, those that move the predictions\n"
+		"                 most); also network[0].busbw_gbps, network[1].busbw_gbps\n"
 		"  --prior W      pull toward the profile's values (default 0.001)\n"
 		"  --engine E     predict with the analytical model (default) or the event engine\n"
 		"  --json         error_before, error_after, cv_error (fractions), parameters, runs\n");
@@ -252,8 +252,15 @@ static int write_profile(const struct cal_args *a, const struct hw *out, const s
 	if (!o) return errf(err, "%s: malformed JSON", a->gpu);
 	for (int j = 0; j < r->n; j++) {
 		char buf[32];
+		const char *pk = cal_param_key(r->param[j]);
+		int tier;
 		snprintf(buf, sizeof(buf), "%.6g", r->after[j]);
-		cJSON_ReplaceItemInObjectCaseSensitive(o, cal_param_key(r->param[j]), cJSON_CreateRaw(buf));
+		if (sscanf(pk, "network[%d]", &tier) == 1) { /* a tier's field inside the network array */
+			cJSON *t = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "network"), tier);
+			if (t) cJSON_ReplaceItemInObjectCaseSensitive(t, strchr(pk, '.') + 1, cJSON_CreateRaw(buf));
+		} else {
+			cJSON_ReplaceItemInObjectCaseSensitive(o, pk, cJSON_CreateRaw(buf));
+		}
 	}
 	cJSON *src = cJSON_GetObjectItemCaseSensitive(o, "sources");
 	if (!src) src = cJSON_AddObjectToObject(o, "sources");

@@ -150,7 +150,7 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 {
 	struct hw_tables *t = &r->t;
 	double bw = r->stream_bps > r->elem_bps ? r->stream_bps : r->elem_bps;
-	double busbw = r->ranks > 1 ? r->coll_busbw_bps : bw / 2, lat = r->ranks > 1 ? r->coll_lat_s : 1e-6;
+	double busbw = r->ranks > 1 ? r->coll_busbw_bps : bw / 2;
 	if (busbw < 0.1e9) busbw = 0.1e9;
 	double attn_eff = r->attn_flops / (2 * r->peak_flops);
 	if (attn_eff > 1) attn_eff = 1;
@@ -162,7 +162,6 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	t->ref_attn_eff = attn_eff;
 	t->ref_mem_eff = r->elem_bps / bw;
 	t->ref_comm_eff = 1;
-	t->ref_lat_s = lat;
 	t->ref_bw_bps = busbw;
 	cJSON *o = cJSON_CreateObject();
 	char name[96];
@@ -175,11 +174,17 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	add_num(o, "peak_fp8_tflops", 0, "%g");
 	add_num(o, "hbm_gib", mem_per_rank_bytes(r->ranks) / 1073741824.0, "%.4g");
 	add_num(o, "hbm_bw_gbps", bw / 1e9, "%.4g");
-	cJSON_AddNumberToObject(o, "gpus_per_node", r->ranks);
-	add_num(o, "intra_node_busbw_gbps", busbw / 1e9, "%.4g");
-	add_num(o, "inter_node_busbw_gbps", busbw / 1e9, "%.4g");
-	add_num(o, "intra_node_latency_us", lat * 1e6, "%.4g");
-	add_num(o, "inter_node_latency_us", lat * 1e6, "%.4g");
+	/* the ranks of this machine are one "NVLink domain" (shared memory); what lies beyond it is
+	 * not measured: the network tier repeats its bandwidth */
+	cJSON *net = cJSON_AddArrayToObject(o, "network");
+	for (int i = 0; i < 2; i++) {
+		cJSON *tier = cJSON_CreateObject();
+		cJSON_AddStringToObject(tier, "name", i ? "network" : "shared-memory");
+		cJSON_AddNumberToObject(tier, "gpus", i ? 0 : r->ranks);
+		cJSON_AddStringToObject(tier, "link", i ? "net" : "nvlink");
+		add_num(tier, "busbw_gbps", busbw / 1e9, "%.4g");
+		cJSON_AddItemToArray(net, tier);
+	}
 	add_num(o, "gemm_eff", 1, "%g");
 	add_num(o, "gemm_half_dim", half_dim(r), "%.4g");
 	add_num(o, "attn_eff", attn_eff < 0.01 ? 0.01 : attn_eff, "%.4g");
@@ -189,6 +194,8 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	 * what the runtime counts */
 	static const char *const zero[] = {"workspace_mib", "context_gib", "nccl_conn_mib", "step_overhead_ms", "kernel_overhead_us"};
 	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++) add_num(o, zero[i], 0, "%g");
+	cJSON_AddNumberToObject(o, "nccl_channels", 1); /* MPI: no channel buffers (nccl_conn_mib 0) */
+	cJSON_AddNumberToObject(o, "nccl_conns_per_channel", 1);
 	add_num(o, "alloc_frag_native", 1, "%g");
 	add_num(o, "alloc_frag_expandable", 1, "%g");
 	cJSON *src = cJSON_AddObjectToObject(o, "sources");
@@ -196,8 +203,8 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	snprintf(s, sizeof(s), "scaleplan profile --backend %s on %s, %d ranks at once, %s", b->name, host, r->ranks, when);
 	cJSON_AddStringToObject(src, "measured", s);
 	cJSON_AddStringToObject(src, "peak", "twice the best GEMM of the table (its arithmetic is tables.dtype; fp32 plans price GEMMs at half of peak_bf16)");
-	cJSON_AddStringToObject(src, "fabric", r->ranks > 1 ? "all-reduce over every rank: busbw at the largest message, time at the smallest; intra and inter alike (one machine)"
-						     : "one rank: no collective measured; busbw is half the streaming copy bandwidth, latency 1 us");
+	cJSON_AddStringToObject(src, "fabric", r->ranks > 1 ? "all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are the collective library's); the network tier is not measured and repeats it"
+						     : "one rank: no collective measured; busbw is half the streaming copy bandwidth");
 	cJSON_AddStringToObject(src, "efficiencies", "gemm_eff 1 (peak is the best GEMM), gemm_half_dim the median fit of the table, attn_eff and mem_eff the longest measured attention and largest element-wise pass; overheads 0 until calibrated");
 	cJSON_AddStringToObject(o, "notes", "Measured by scaleplan profile. The simulator interpolates the tables and scales each by the ratio of its efficiency field to tables.reference (sim/hw_table.h); scaleplan calibrate moves the fields.");
 	cJSON_AddItemToObject(o, "tables", hw_tables_to_json(t));

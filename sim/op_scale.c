@@ -23,8 +23,18 @@ static void stage_times_free(struct stage_times *t)
 static void no_comm(const struct hw *h, struct hw *out)
 {
 	*out = *h;
-	out->intra_bw_bps = out->inter_bw_bps = 1e30;
-	out->intra_lat_s = out->inter_lat_s = 0;
+	for (int t = 0; t < out->ntiers; t++) {
+		out->tier[t].busbw_bps = 1e30;
+		if (out->tier[t].nvls_busbw_bps > 0) out->tier[t].nvls_busbw_bps = 1e30;
+	}
+	struct coll_lib *L = &out->lib; /* no latency: every offered (algorithm, protocol) is free */
+	for (int a = 0; a < ALGO_COUNT; a++)
+		for (int p = 0; p < PROTO_COUNT; p++) {
+			if (L->base_s[a][p] > 0) L->base_s[a][p] = 0;
+			if (L->hop_nvl_s[a][p] > 0) L->hop_nvl_s[a][p] = 0;
+			if (L->hop_net_s[a][p] > 0) L->hop_net_s[a][p] = 0;
+		}
+	L->pat_rank_s = 0;
 	out->comm_eff = 1;
 	memset(out->tables.coll_ranks, 0, sizeof(out->tables.coll_ranks));
 }

@@ -97,10 +97,10 @@ static void test_stays_in_bounds(void)
 	struct cal_opts o;
 	struct cal_result r;
 	cal_opts_default(&o);
-	o.mask = 1u << CP_GEMM_EFF | 1u << CP_COMM_EFF | 1u << CP_INTRA_BW;
+	o.mask = 1u << CP_GEMM_EFF | 1u << CP_COMM_EFF | 1u << CP_TIER0_BW;
 	CHECK(calibrate_fit(&h0, pts, n, &o, &out, &r, err) == 0, "fit: %s", err);
 	CHECK(out.comm_eff <= 1.0 && out.comm_eff > 0.9, "comm_eff at its bound (%.4f)", out.comm_eff);
-	CHECK(out.intra_bw_bps <= h0.intra_bw_bps * (1 + 1e-12), "busbw not above the datasheet's (%.4g)", out.intra_bw_bps);
+	CHECK(out.tier[0].busbw_bps <= h0.tier[0].busbw_bps * (1 + 1e-12), "busbw not above the datasheet's (%.4g)", out.tier[0].busbw_bps);
 	CHECK(out.gemm_eff <= 1.0, "gemm_eff <= 1 (%.4f)", out.gemm_eff);
 }
 

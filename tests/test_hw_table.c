@@ -63,7 +63,7 @@ static void test_interpolation(void)
 static const char *tables_json =
 	"{\"backend\": \"cpu\", \"dtype\": \"fp32\", \"host\": \"h\", \"measured\": \"now\", \"ranks\": 2,"
 	" \"reference\": {\"gemm_eff\": 0.5, \"attn_eff\": 0.25, \"mem_eff\": 0.8, \"comm_eff\": 1,"
-	" \"intra_node_latency_us\": 10, \"intra_node_busbw_gbps\": 100},"
+	" \"tier0_busbw_gbps\": 100},"
 	" \"collectives\": [{\"op\": \"all_reduce\", \"ranks\": 2, \"bytes\": [1024, 4096], \"time_us\": [10, 20]}]}";
 
 /* h100-sxm's text with a "tables" member added */
@@ -88,7 +88,7 @@ static void test_reader(void)
 	struct hw h;
 	CHECK(load_with_tables(tables_json, &h, err) == 0, "tables load: %s", err);
 	CHECK(h.tables.present && h.tables.ranks == 2 && !strcmp(h.tables.backend, "cpu"), "meta read");
-	CHECK_REL(h.tables.ref_lat_s, 10e-6, 1e-12, "reference latency in seconds");
+	CHECK_REL(h.tables.ref_bw_bps, 100e9, 1e-12, "reference busbw in bytes/s");
 	CHECK_REL(h.tables.coll[0][0].y[1], 20e-6, 1e-12, "collective times in seconds");
 	CHECK(load_with_tables("{\"bogus\": 1, \"reference\": {}}", &h, err) == -1 && strstr(err, "unknown key 'bogus'"),
 	      "unknown key refused: %s", err);

@@ -1,7 +1,7 @@
 /* calibrate — bounded least squares over a profile's efficiency fields with GSL. Each
  * parameter θ lives on the real line as u: θ = lo + (hi − lo)·σ(u) for fractions and
  * bandwidths, θ = exp(log lo + (log hi − log lo)·σ(u)) for quantities spanning decades
- * (latencies, overheads, the GEMM half-efficiency size; lo then is hi·1e-6 instead of 0), σ
+ * (overheads, the GEMM half-efficiency size; lo then is hi·1e-6 instead of 0), σ
  * the logistic function, so every iterate is a physical profile. */
 #include <math.h>
 #include <stddef.h>
@@ -31,10 +31,8 @@ static const struct pdesc pd[CP_COUNT] = {
 	{"attn_eff", HOFF(attn_eff), 1, 0.01, 1, 0, 1, 1},
 	{"mem_eff", HOFF(mem_eff), 1, 0.01, 1, 0, 1, 1},
 	{"comm_eff", HOFF(comm_eff), 1, 0.01, 1, 0, 1, 1},
-	{"intra_node_latency_us", HOFF(intra_lat_s), 1e-6, 0, 0, 1, 1, 1e4},
-	{"inter_node_latency_us", HOFF(inter_lat_s), 1e-6, 0, 0, 1, 1, 1e4},
-	{"intra_node_busbw_gbps", HOFF(intra_bw_bps), 1e9, 0.1, -1, 0, 0, 1e6},
-	{"inter_node_busbw_gbps", HOFF(inter_bw_bps), 1e9, 0.1, -1, 0, 0, 1e6},
+	{"network[0].busbw_gbps", HOFF(tier[0].busbw_bps), 1e9, 0.1, -1, 0, 0, 1e6},
+	{"network[1].busbw_gbps", HOFF(tier[1].busbw_bps), 1e9, 0.1, -1, 0, 0, 1e6},
 	{"step_overhead_ms", HOFF(step_overhead_s), 1e-3, 0, 0, 1, 1, 1e5},
 	{"kernel_overhead_us", HOFF(kernel_overhead_s), 1e-6, 0, 0, 1, 1, 1e5},
 };

@@ -1,7 +1,6 @@
 /* calibrate — fits a hardware profile's efficiency parameters to measured runs by bounded
  * nonlinear least squares (GSL's gsl_multifit_nlinear, trust region with geodesic
  * acceleration off, finite-difference Jacobian). The parameters are the profile's own fields
- * (gemm_eff, gemm_half_dim, attn_eff, mem_eff, comm_eff, latencies, bandwidths, overheads),
  * each kept inside physical bounds by a logistic map from the real line onto [lo, hi]
  * (efficiencies <= 1, bandwidths <= the profile's own, i.e. the datasheet's). Residuals are
  * log(predicted / measured) step time per run, plus a weak pull of each parameter toward the
@@ -23,11 +22,12 @@
 #include "sim/plan.h"
 
 enum cal_param {
-	CP_GEMM_EFF, CP_GEMM_HALF_DIM, CP_ATTN_EFF, CP_MEM_EFF, CP_COMM_EFF, CP_INTRA_LAT, CP_INTER_LAT,
-	CP_INTRA_BW, CP_INTER_BW, CP_STEP_OVERHEAD, CP_KERNEL_OVERHEAD, CP_COUNT
+	CP_GEMM_EFF, CP_GEMM_HALF_DIM, CP_ATTN_EFF, CP_MEM_EFF, CP_COMM_EFF, CP_TIER0_BW, CP_TIER1_BW,
+	CP_STEP_OVERHEAD, CP_KERNEL_OVERHEAD, CP_COUNT
 };
 
-/* The profile key of a parameter ("gemm_eff"); cal_param_from_key returns -1 when unknown. */
+/* The profile key of a parameter ("gemm_eff", "network[0].busbw_gbps"); cal_param_from_key
+ * returns -1 when unknown. */
 const char *cal_param_key(int k);
 int cal_param_from_key(const char *key);
 

@@ -25,7 +25,7 @@ import json, sys
 for path in sys.argv[1:]:
     d = json.load(open(path))
     t = d["tables"]
-    assert d["gpus_per_node"] == 2 and t["ranks"] == 2 and t["backend"] == "cpu"
+    assert d["network"][0]["gpus"] == 2 and t["ranks"] == 2 and t["backend"] == "cpu"
     assert len(t["gemm"]["m"]) >= 2 and len(t["gemm"]["tflops"]) == len(t["gemm"]["m"])
     assert t["attention"]["seq"][-1] == 64 and t["memory"]["gbps"]
     ops = {(c["op"], c["ranks"]) for c in t["collectives"]}
