@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "runtime/comm.h"
 #include "runtime/profile.h"
 #include "sim/util.h"
@@ -268,6 +269,10 @@ int profile_run(const struct profile_backend *b, struct comm *world, const struc
 	r->ranks = comm_size(world);
 	r->t.present = 1;
 	r->t.ranks = r->ranks;
+	if (b->shares_cores) { /* the cores this machine's ranks share (one machine: the profile's ranks) */
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		r->t.cores = n > 0 ? (int)n : 0;
+	}
 	void *ws = NULL;
 	/* every rank must agree the workspace exists before any collective below */
 	char e2[ERR_LEN] = "";

@@ -31,6 +31,7 @@ struct profile_limits {
 struct profile_backend {
 	const char *name;          /* "cpu" */
 	const char *dtype;         /* arithmetic the kernels run: "fp32" */
+	int shares_cores;          /* ranks on one machine share its CPU cores (not one device each) */
 	int (*open)(const struct profile_limits *lim, void **ws, char *err);
 	void (*close)(void *ws);
 	/* out (M, N) = a (M, K) · w (N, K)ᵀ: the runtime's linear layer forward */

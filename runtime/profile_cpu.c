@@ -123,6 +123,6 @@ static void *cpu_comm_buf(void *p, int which) { return ((struct cpu_ws *)p)->cbu
 static int cpu_sync(void *p, char *err) { (void)p; (void)err; return 0; }
 
 const struct profile_backend profile_cpu = {
-	"cpu", "fp32", cpu_open, cpu_close, cpu_gemm, cpu_attention, cpu_elementwise, cpu_stream,
+	"cpu", "fp32", 1, cpu_open, cpu_close, cpu_gemm, cpu_attention, cpu_elementwise, cpu_stream,
 	cpu_comm_buf, cpu_sync,
 };

@@ -226,9 +226,10 @@ static int read_meta(const cJSON *it, const char *name, struct hw_tables *t, cha
 		snprintf(s[i].dst, s[i].cap, "%s", it->valuestring);
 		return 1;
 	}
-	if (!strcmp(it->string, "ranks")) {
-		if (!cJSON_IsNumber(it) || it->valuedouble < 1) return errf(err, "gpu %s: tables: ranks must be a positive integer", name);
-		t->ranks = it->valueint;
+	if (!strcmp(it->string, "ranks") || !strcmp(it->string, "cores")) {
+		if (!cJSON_IsNumber(it) || it->valuedouble < (it->string[0] == 'r') || it->valuedouble != it->valueint)
+			return errf(err, "gpu %s: tables: %s must be an integer >= %d", name, it->string, it->string[0] == 'r');
+		*(it->string[0] == 'r' ? &t->ranks : &t->cores) = it->valueint;
 		return 1;
 	}
 	return 0;
@@ -298,6 +299,7 @@ cJSON *hw_tables_to_json(const struct hw_tables *t)
 	cJSON_AddStringToObject(o, "host", t->host);
 	cJSON_AddStringToObject(o, "measured", t->measured);
 	cJSON_AddNumberToObject(o, "ranks", t->ranks);
+	cJSON_AddNumberToObject(o, "cores", t->cores);
 	cJSON *r = cJSON_AddObjectToObject(o, "reference");
 	cJSON_AddNumberToObject(r, "gemm_eff", t->ref_gemm_eff);
 	cJSON_AddNumberToObject(r, "attn_eff", t->ref_attn_eff);

@@ -40,6 +40,7 @@ struct hw_tables {
 	int present;                   /* the profile had a "tables" key */
 	char backend[16], dtype[8], host[64], measured[32];
 	int ranks;                     /* ranks that ran at once while measuring */
+	int cores;                     /* cores they shared (0: a device each; sim/hw_share.h) */
 	int gm, gn, gk;                /* GEMM axis lengths (0: no GEMM table) */
 	double gemm_m[HWT_MAX_AXIS], gemm_n[HWT_MAX_AXIS], gemm_k[HWT_MAX_AXIS];
 	double gemm_flops[HWT_MAX_AXIS][HWT_MAX_AXIS][HWT_MAX_AXIS]; /* achieved FLOP/s, 2MNK/t */

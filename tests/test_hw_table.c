@@ -10,6 +10,7 @@
 #include "sim/embedded.h"
 #include "sim/estimate.h"
 #include "sim/hw.h"
+#include "sim/hw_share.h"
 #include "sim/model.h"
 #include "sim/plan.h"
 #include "sim/util.h"
@@ -129,8 +130,43 @@ static void test_table_matches_formula(void)
 	CHECK_REL(eb.step_time_s, ea.step_time_s, 1e-9, "the table moves with gemm_eff as the formula does");
 }
 
+/* ranks sharing cores: a pipeline plan's kernels speed up to the fixed point where they run
+ * at max(cores/ranks, the share of the step the ranks compute) of the tables' times; a profile
+ * with a core per rank is untouched */
+static void test_shared_cores(void)
+{
+	char err[ERR_LEN];
+	struct hw h;
+	struct model m;
+	CHECK(hw_load("h100-sxm", &h, err) == 0 && model_load("llama-3-8b", &m, err) == 0, "%s", err);
+	struct plan p;
+	plan_defaults(&p);
+	p.gpus = 8; p.pp = 8; p.mbs = 1; p.gbs = 8; p.seq = 4096;
+	CHECK(plan_resolve(&p, &m, &h, err) == 0 && plan_validate(&p, &m, &h, err) == 0, "%s", err);
+	struct estimate own, shared, again;
+	h.tables.ranks = 8;
+	h.tables.cores = 8; /* a core each: nothing shared */
+	CHECK(estimate_plan(&m, &h, &p, &own, err) == 0, "%s", err);
+	h.tables.cores = 0;
+	CHECK(estimate_plan(&m, &h, &p, &again, err) == 0, "%s", err);
+	CHECK(own.step_time_s == again.step_time_s, "cores >= ranks leaves the estimate as it was");
+	h.tables.cores = 2;
+	CHECK(estimate_plan(&m, &h, &p, &shared, err) == 0, "%s", err);
+	CHECK(shared.step_time_s < own.step_time_s, "a waiting rank lends its core: faster (%g vs %g)", shared.step_time_s, own.step_time_s);
+	double F;
+	struct estimate e = own;
+	CHECK(hw_share_adjust(&m, &h, &p, &e, &F, err) == 0, "%s", err);
+	double busy = 0;
+	for (int j = 0; j < e.nkinds; j++) busy += e.kind[j].ranks * (e.kind[j].compute_s + e.kind[j].optimizer_s);
+	double f = busy / (p.gpus * e.step_time_s);
+	CHECK(F >= 2.0 / 8 - 1e-12 && F < 1, "factor in [cores/ranks, 1) (%g)", F);
+	CHECK_REL(F, fmax(2.0 / 8, f), 2e-3, "fixed point: factor = max(cores/ranks, compute share)");
+	CHECK_REL(e.step_time_s, shared.step_time_s, 1e-12, "estimate_plan applies it itself");
+}
+
 int main(void)
 {
+	test_shared_cores();
 	test_interpolation();
 	test_reader();
 	test_table_matches_formula();
