@@ -26,7 +26,7 @@ COMMON="--model $M --gpus $NP --mbs 2 --gbs 16 --seq 128 --precision fp32 --over
 CAL=("--dp 4" "--tp 2 --pp 2 --schedule 1f1b" "--cp 2 --dp 2")
 EVAL=("--dp 2 --pp 2 --schedule 1f1b" "--dp 2 --pp 2 --schedule zb-h1" "--tp 2 --pp 2 --schedule zb-h1"
       "--pp 4 --schedule interleaved --vpp 2" "--dp 2 --pp 2 --schedule interleaved --vpp 2" "--dp 2 --tp 2"
-      "--cp 4" "--tp 2 --cp 2" "--dp 4 --ep 4" "--dp 4 --ep 2" "--pp 4 --schedule 1f1b" "--tp 4")
+      "--cp 4" "--tp 2 --cp 2" "--dp 4 --ep 4" "--dp 4 --ep 2" "--pp 4 --schedule 1f1b" "--cp 2 --pp 2 --schedule 1f1b")
 rm -rf "$D" && mkdir -p "$D" || exit 1
 host=$(hostname)
 echo "# loop bench on $host, $(nproc) cores, $NP ranks, $(date -u +%Y-%m-%dT%H:%MZ); model $M"

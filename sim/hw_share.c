@@ -8,11 +8,17 @@
 #include "sim/hw_share.h"
 #include "sim/plan.h"
 
-/* the mean over ranks of the share of the step they compute (kernels and optimizer) */
+/* the mean over ranks of the share of the step they keep a core busy: kernels, optimizer, and
+ * communication (on a CPU a collective is the core copying and adding bytes); what is left is
+ * waiting (bubbles, fixed overhead), when the core serves another rank */
 static double compute_fraction(const struct estimate *e, int gpus)
 {
 	double busy = 0;
-	for (int j = 0; j < e->nkinds; j++) busy += e->kind[j].ranks * (e->kind[j].compute_s + e->kind[j].optimizer_s);
+	for (int j = 0; j < e->nkinds; j++) {
+		const struct rank_est *k = &e->kind[j];
+		busy += k->ranks * (k->compute_s + k->optimizer_s + k->tp_comm_s + k->cp_comm_s + k->ep_comm_s +
+				    k->pp_comm_s + k->dp_exposed_s);
+	}
 	return e->step_time_s > 0 && gpus > 0 ? busy / (gpus * e->step_time_s) : 1;
 }
 

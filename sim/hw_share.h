@@ -1,8 +1,9 @@
 /* hw_share — ranks that share cores. A CPU profile measured with more ranks than cores
  * (tables.ranks > tables.cores, `scaleplan profile` on a 2-core machine with 4 ranks) holds
  * kernel times of a rank while every rank computes: each gets cores/ranks of a core. In a
- * step, a rank that waits (a pipeline bubble, a collective) gives its core to one that
- * computes, so a plan whose ranks compute a fraction f of the step runs its kernels at
+ * step, a rank that waits (a pipeline bubble, a slower peer) gives its core to one that
+ * works (kernels, or collectives: on a CPU those copy bytes), so a plan whose ranks work a
+ * fraction f of the step runs its kernels at
  * max(cores/ranks, f) of the tables' times (processor sharing: R·f ranks computing on C cores
  * each get min(1, C/(R·f)) of a core). f depends on the kernel times, so the estimate is
  * repeated to the fixed point F = max(C/R, f(F)).

@@ -157,10 +157,13 @@ static void test_shared_cores(void)
 	struct estimate e = own;
 	CHECK(hw_share_adjust(&m, &h, &p, &e, &F, err) == 0, "%s", err);
 	double busy = 0;
-	for (int j = 0; j < e.nkinds; j++) busy += e.kind[j].ranks * (e.kind[j].compute_s + e.kind[j].optimizer_s);
+	for (int j = 0; j < e.nkinds; j++) {
+		const struct rank_est *k = &e.kind[j];
+		busy += k->ranks * (k->compute_s + k->optimizer_s + k->tp_comm_s + k->cp_comm_s + k->ep_comm_s + k->pp_comm_s + k->dp_exposed_s);
+	}
 	double f = busy / (p.gpus * e.step_time_s);
 	CHECK(F >= 2.0 / 8 - 1e-12 && F < 1, "factor in [cores/ranks, 1) (%g)", F);
-	CHECK_REL(F, fmax(2.0 / 8, f), 2e-3, "fixed point: factor = max(cores/ranks, compute share)");
+	CHECK_REL(F, fmax(2.0 / 8, f), 2e-3, "fixed point: factor = max(cores/ranks, share of the step at work)");
 	CHECK_REL(e.step_time_s, shared.step_time_s, 1e-12, "estimate_plan applies it itself");
 }
 
