@@ -1,5 +1,5 @@
 /* store_impl — what the files of the store module share (tuner/store.c, tuner/store_bench.c):
- * the handle and the statement helpers. Nothing outside the store includes it. */
+ * the handle and the statement functions. Nothing outside the store includes it. */
 #ifndef SCALEPLAN_STORE_IMPL_H
 #define SCALEPLAN_STORE_IMPL_H
 
