@@ -3,7 +3,9 @@
 #   make            build ./scaleplan (CPU; CUDA objects too when nvcc exists)
 #   make test       build and run the whole test suite (ends with "N passed, N failed")
 #   make asan       the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make bench      benchmarks, one line per figure: "bench <name> <value> <unit>"
+#   make bench      benchmarks, one line per figure: "bench <name> <value> <unit>"; then bench-loop
+#   make bench-loop profile -> run 3 plans -> calibrate -> predict 12 others, tune --bench-top 4
+#                   (CPU ranks under mpirun; minutes)
 #   make check      install Debian packages, then test and asan (what .ci/run calls)
 #   make clean
 #
@@ -27,7 +29,7 @@ endif
 WARN := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wshadow
 CFLAGS ?= $(OPT) -g
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) -I. -Ibuild/gen -MMD -MP
-LDLIBS := -lcjson -lsqlite3 -lglpk -lopenblas -lm -lpthread
+LDLIBS := -lcjson -lsqlite3 -lglpk -lgsl -lopenblas -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 ifeq ($(V),1)
@@ -57,7 +59,7 @@ ifeq ($(HAVE_NVCC)$(if $(CUDA_SRC),1),11)
 CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
-.PHONY: all test asan bench bench-comm check clean cuda deps gpu-test validate
+.PHONY: all test asan bench bench-comm bench-loop check clean cuda deps gpu-test validate
 all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(B)/libscaleplan.a
@@ -120,6 +122,11 @@ asan:
 
 bench: all $(B)/bench/bench
 	$(Q)$(B)/bench/bench
+	$(Q)$(MAKE) --no-print-directory bench-loop
+
+# the measure-and-learn loop on this machine's CPU ranks (bench/loop.sh says what it runs)
+bench-loop: all
+	$(Q)SCALEPLAN=./$(BIN) bench/loop.sh
 
 # nccl-tests-style algbw/busbw of the MPI backend over shared memory, 2, 4 and 8 ranks
 bench-comm: all

@@ -26,6 +26,8 @@ int cmd_pipeline(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 /* Shared plan-flag handling: if argv[*i] is a plan flag (--tp 8, --sp, --no-sp, --plan F,
  * --model M, --gpu G, ...), applies it to p, advances *i past its value and returns 1;
@@ -35,6 +37,22 @@ int cli_plan_flag(int argc, char **argv, int *i, struct plan *p, char *err);
 /* Loads p->model and p->gpu, resolves derived values and validates. Returns an exit code
  * (EXIT_OK or EXIT_BADINPUT) and prints the one-line error itself. */
 int cli_load_plan(const char *verb, struct plan *p, struct model *m, struct hw *h);
+
+/* Runs argv (execvp) as a process group of its own with stdout and stderr captured
+ * (cli/spawn.c); past timeout_s (0: none) the group gets SIGTERM, then SIGKILL. tick, if set,
+ * is called about once a second with the seconds elapsed. */
+struct spawn_opts {
+	double timeout_s;
+	void (*tick)(void *ctx, double elapsed_s);
+	void *tick_ctx;
+};
+struct spawn_result {
+	int exit_code, signal, timed_out;
+	double wall_s;
+	char *out, *errtext;      /* what it wrote, NUL-terminated (spawn_result_free) */
+};
+int cli_spawn(char *const argv[], const struct spawn_opts *o, struct spawn_result *r, char *err);
+void spawn_result_free(struct spawn_result *r);
 
 /* Prints "scaleplan VERB: msg" to stderr. */
 void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

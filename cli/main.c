@@ -13,6 +13,8 @@ static const struct verb verbs[] = {
 	{"db", cmd_db, "list, show, diff and export recorded tunes (SQLite store)"},
 	{"plot", cmd_plot, "charts of plans: bubble diagram, memory, comparison (gnuplot PNG/SVG)"},
 	{"run", cmd_run, "train a plan for real (mpirun -np N): losses, step time, memory, trace"},
+	{"profile", cmd_profile, "measure this machine: a hardware profile with GEMM, attention, memory and collective tables"},
+	{"calibrate", cmd_calibrate, "fit a hardware profile's efficiency parameters to measured runs (GSL)"},
 	{"pipeline", cmd_pipeline, "simulate one pipeline schedule: bubbles, activations, diagram, trace"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
@@ -38,7 +40,7 @@ int main(int argc, char **argv)
 		printf("scaleplan 0.1\n");
 		return EXIT_OK;
 	}
-	if (!strcmp(argv[1], "run")) /* the one verb that runs GEMMs */
+	if (!strcmp(argv[1], "run") || !strcmp(argv[1], "profile")) /* the verbs that run GEMMs */
 		blas_arch_fix();
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(argv[1], verbs[i].name))

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "cli/db_bench.h"
 #include "sim/util.h"
 #include "tuner/store.h"
 
@@ -15,12 +16,17 @@ static void db_usage(FILE *f)
 		"usage: scaleplan db [--db PATH] list [--json]\n"
 		"       scaleplan db [--db PATH] show ID [--json]\n"
 		"       scaleplan db [--db PATH] diff ID1 ID2\n"
-		"       scaleplan db [--db PATH] export [--json | --csv]\n\n"
+		"       scaleplan db [--db PATH] export [--json | --csv | --tsv]\n\n"
 		"  list            one line per recorded tune (--json: an array, one object per tune)\n"
 		"  show ID         a tune's request, counts, rejections and finalists (with finalist ids\n"
-		"                  for `scaleplan export --id`)\n"
-		"  diff ID1 ID2    what differs between two tunes: request, best plan, prediction\n"
-		"  export          every finalist of every tune, one row each (default --json)\n"
+		"                  for `scaleplan export --id`), and what the benchmarked ones measured\n"
+		"                  beside what was predicted (--json: measured_step_time_s,\n"
+		"                  measured_tokens_per_s_per_gpu, bench_status ok|oom|crashed|timeout)\n"
+		"  diff ID1 ID2    what differs between two tunes: request, best plan, prediction, and\n"
+		"                  the fastest measured plan of each\n"
+		"  export          every finalist of every tune, one row each (default --json); --tsv:\n"
+		"                  every benchmark as a measured run in the validation format\n"
+		"                  (shared/validation/FORMAT.md) for `validate` and `calibrate`\n"
 		"  --db PATH       the store (default %s)\n", STORE_DEFAULT_PATH);
 }
 
@@ -127,19 +133,25 @@ static int db_list(struct store *s, int json)
 	return rc;
 }
 
-static void print_finalists(const struct store_finalist *f, int n)
+static void print_finalists(const struct store_finalist *f, int n, const struct store_bench *b, int nb)
 {
-	printf("%6s %4s  %4s %3s %3s %3s %3s %3s %4s %3s %-9s %4s %-11s %10s %12s %6s %9s\n", "fin.id",
+	printf("%6s %4s  %4s %3s %3s %3s %3s %3s %4s %3s %-9s %4s %-11s %10s %12s %6s %9s%s\n", "fin.id",
 	       "rank", "dp", "tp", "pp", "cp", "ep", "vpp", "zero", "sp", "recompute", "mbs", "schedule",
-	       "step (s)", "tokens/s/GPU", "MFU", "peak GiB");
+	       "step (s)", "tokens/s/GPU", "MFU", "peak GiB", nb ? "   measured s  tok/s/GPU    error  bench" : "");
 	for (int i = 0; i < n; i++) {
 		struct plan p;
 		finalist_plan(&f[i], &p);
-		printf("%6ld %4d  %4d %3d %3d %3d %3d %3d %4d %3s %-9s %4d %-11s %10.3f %12.0f %5.1f%% %8.1f%s\n",
+		printf("%6ld %4d  %4d %3d %3d %3d %3d %3d %4d %3s %-9s %4d %-11s %10.4g %12.0f %5.1f%% %8.1f%s",
 		       f[i].id, f[i].rank, p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.zero, p.sp ? "on" : "off",
 		       recompute_name(p.recompute), p.mbs, schedule_name(p.schedule), f[i].step_time_s,
 		       f[i].tokens_per_s_per_gpu, 100 * f[i].mfu, f[i].peak_mem_bytes / (1 << 30),
 		       f[i].fits ? "" : " (does not fit)");
+		const struct store_bench *x = db_bench_of(b, nb, f[i].id);
+		if (x && !strcmp(x->status, "ok"))
+			printf("   %10.4g %10.0f %+7.1f%%  ok", x->step_time_s, x->tokens_per_s_per_gpu,
+			       100 * (f[i].step_time_s / x->step_time_s - 1));
+		else if (x) printf("   %10s %10s %8s  %s", "-", "-", "-", x->status);
+		printf("\n");
 	}
 }
 
@@ -148,17 +160,28 @@ static int db_show(struct store *s, long id, int json)
 	char err[ERR_LEN], when[32];
 	struct store_tune t;
 	struct store_finalist *f;
-	int nf;
+	struct store_bench *b = NULL;
+	int nf, nb = 0;
 	if (store_get_tune(s, id, &t, err)) { cli_error("db", "%s", err); return EXIT_BADINPUT; }
 	if (store_list_finalists(s, id, &f, &nf, err)) {
 		store_tune_clear(&t);
 		cli_error("db", "%s", err);
 		return EXIT_RUNTIME;
 	}
+	if (store_list_benchmarks(s, id, &b, &nb, err)) {
+		store_tune_clear(&t);
+		store_free_finalists(f, nf);
+		cli_error("db", "%s", err);
+		return EXIT_RUNTIME;
+	}
 	int rc = EXIT_OK;
 	if (json) {
 		cJSON *o = tune_json(&t), *arr = cJSON_CreateArray();
-		for (int i = 0; i < nf; i++) cJSON_AddItemToArray(arr, finalist_json(&f[i]));
+		for (int i = 0; i < nf; i++) {
+			cJSON *fo = finalist_json(&f[i]);
+			db_bench_json(fo, db_bench_of(b, nb, f[i].id));
+			cJSON_AddItemToArray(arr, fo);
+		}
 		cJSON_ReplaceItemInObjectCaseSensitive(o, "finalists", arr);
 		rc = print_json(o);
 	} else {
@@ -167,8 +190,11 @@ static int db_show(struct store *s, long id, int json)
 		printf("request:    %s\n", t.inputs_json);
 		printf("enumerated: %ld plans, %ld feasible\n", t.enumerated, t.feasible);
 		printf("rejected:   %s\n\n", t.rejected_json);
-		print_finalists(f, nf);
+		print_finalists(f, nf, b, nb);
+		if (nb) printf("\nmeasured: %d benchmark%s (scaleplan run, median step after warm-up); error = predicted/measured - 1\n",
+			       nb, nb == 1 ? "" : "s");
 	}
+	store_free_benchmarks(b, nb);
 	store_free_finalists(f, nf);
 	store_tune_clear(&t);
 	return rc;
@@ -206,6 +232,33 @@ static void diff_number(const char *name, double a, double b, int *n)
 	(*n)++;
 }
 
+/* the fastest measured benchmark of each tune, side by side */
+static void diff_measured(struct store *s, const long *ids, int *n)
+{
+	char err[ERR_LEN];
+	double tps[2] = {0, 0}, step[2] = {0, 0};
+	long fin[2] = {0, 0};
+	int runs[2] = {0, 0};
+	for (int k = 0; k < 2; k++) {
+		struct store_bench *b;
+		int nb;
+		if (store_list_benchmarks(s, ids[k], &b, &nb, err)) continue;
+		for (int i = 0; i < nb; i++) {
+			runs[k]++;
+			if (!strcmp(b[i].status, "ok") && b[i].tokens_per_s_per_gpu > tps[k]) {
+				tps[k] = b[i].tokens_per_s_per_gpu;
+				step[k] = b[i].step_time_s;
+				fin[k] = b[i].finalist_id;
+			}
+		}
+		store_free_benchmarks(b, nb);
+	}
+	if (!runs[0] && !runs[1]) return;
+	printf("  measured %d -> %d benchmarks; fastest measured: finalist %ld (%.0f tokens/s/GPU, %.4g s) -> finalist %ld (%.0f, %.4g s)\n",
+	       runs[0], runs[1], fin[0], tps[0], step[0], fin[1], tps[1], step[1]);
+	(*n)++;
+}
+
 static int db_diff(struct store *s, long id1, long id2)
 {
 	char err[ERR_LEN];
@@ -230,6 +283,7 @@ static int db_diff(struct store *s, long id1, long id2)
 			diff_number("mfu", f[0][0].mfu, f[1][0].mfu, &n);
 			diff_number("peak_mem_bytes", f[0][0].peak_mem_bytes, f[1][0].peak_mem_bytes, &n);
 		}
+		diff_measured(s, ids, &n);
 		diff_number("enumerated", (double)t[0].enumerated, (double)t[1].enumerated, &n);
 		diff_number("feasible", (double)t[0].feasible, (double)t[1].feasible, &n);
 		if (!n) printf("  (no differences)\n");
@@ -298,12 +352,13 @@ static int parse_id(const char *s, long *id)
 int cmd_db(int argc, char **argv)
 {
 	const char *path = STORE_DEFAULT_PATH, *sub = NULL, *pos[2] = {NULL, NULL};
-	int json = 0, csv = 0, npos = 0;
+	int json = 0, csv = 0, tsv = 0, npos = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) { db_usage(stdout); return EXIT_OK; }
 		else if (!strcmp(a, "--json")) json = 1;
 		else if (!strcmp(a, "--csv")) csv = 1;
+		else if (!strcmp(a, "--tsv")) tsv = 1;
 		else if (!strcmp(a, "--db")) {
 			if (++i >= argc) { cli_error("db", "--db: missing path"); return EXIT_BADINPUT; }
 			path = argv[i];
@@ -323,7 +378,8 @@ int cmd_db(int argc, char **argv)
 		cli_error("db", "%s takes %d id argument%s", sub, want, want == 1 ? "" : "s");
 		return EXIT_BADINPUT;
 	}
-	if (json && csv) { cli_error("db", "--json and --csv exclude each other"); return EXIT_BADINPUT; }
+	if (json + csv + tsv > 1) { cli_error("db", "--json, --csv and --tsv exclude each other"); return EXIT_BADINPUT; }
+	if (tsv && strcmp(sub, "export")) { cli_error("db", "--tsv goes with export"); return EXIT_BADINPUT; }
 	long id1 = 0, id2 = 0;
 	if ((want >= 1 && parse_id(pos[0], &id1)) || (want == 2 && parse_id(pos[1], &id2)))
 		return EXIT_BADINPUT;
@@ -334,6 +390,7 @@ int cmd_db(int argc, char **argv)
 	if (!strcmp(sub, "list")) rc = db_list(s, json);
 	else if (!strcmp(sub, "show")) rc = db_show(s, id1, json);
 	else if (!strcmp(sub, "diff")) rc = db_diff(s, id1, id2);
+	else if (tsv) rc = db_export_tsv(s, stdout);
 	else rc = db_export(s, csv);
 	store_close(s);
 	return rc;

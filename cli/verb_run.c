@@ -20,6 +20,7 @@ struct run_opts {
 	long steps, save_every;
 	struct train_opts train;
 	const char *data, *db, *trace, *save, *resume, *dump;
+	long finalist;            /* --finalist: the tune finalist this run benchmarks (store link) */
 	double timeout_s;
 	int json;
 };
@@ -30,7 +31,7 @@ static void run_usage(FILE *f)
 		"usage: mpirun -np N scaleplan run --model M PLAN-FLAGS [--steps K] [--seed S] [--data FILE]\n"
 		"           [--db PATH] [--trace FILE.json] [--json] [--save DIR [--save-every K]]\n"
 		"           [--resume DIR] [--dump-weights FILE] [--lr X] [--comm-timeout S]\n"
-		"           [--bucket-params N]\n\n"
+		"           [--bucket-params N] [--finalist ID]\n\n"
 		"Trains the model with the plan on the CPU runtime, one MPI rank per GPU of the plan\n"
 		"(--gpus defaults to the number of ranks). Every parallel dimension runs: tp (with --sp),\n"
 		"pp with each --schedule (and --vpp for interleaved), cp (ring attention over zig-zag\n"
@@ -68,7 +69,10 @@ static void run_usage(FILE *f)
 		"                     end; at ZeRO-3 each unit's gather from its call to its wait and\n"
 		"                     the step's final wait for the unit reduce-scatters),\n"
 		"                     ts/dur in microseconds since the ranks' common start\n"
-		"  --db PATH          record the run and one measurement row per step (SQLite)\n"
+		"  --db PATH          record the run and one measurement row per step (SQLite); --json\n"
+		"                     lines then carry run_id\n"
+		"  --finalist ID      the tune finalist this run measures (recorded with the run; what\n"
+		"                     `tune --bench-top` passes)\n"
 		"  --save DIR         write one checkpoint file per rank at the end (and every K steps\n"
 		"                     with --save-every K), atomically\n"
 		"  --resume DIR       continue from DIR's checkpoint (same plan, world size and seed)\n"
@@ -92,7 +96,7 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 	if (!strcmp(a, "--json")) { o->json = 1; return 1; }
 	static const char *const with_value[] = {"--steps", "--seed", "--data", "--db", "--trace", "--save",
 						 "--save-every", "--resume", "--dump-weights", "--lr",
-						 "--comm-timeout", "--bucket-params"};
+						 "--comm-timeout", "--bucket-params", "--finalist"};
 	int k = -1;
 	for (int j = 0; j < (int)(sizeof(with_value) / sizeof(with_value[0])); j++)
 		if (!strcmp(a, with_value[j])) k = j;
@@ -119,7 +123,8 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 		o->train.opt.lr = (float)x;
 		break;
 	case 10: if (parse_double(v, "--comm-timeout", 0, 1e6, &o->timeout_s, err)) return -1; break;
-	default:
+	case 12: if (parse_int(v, "--finalist", 1, 1L << 40, &o->finalist, err)) return -1; break;
+	case 11:
 		if (parse_int(v, "--bucket-params", 1, 0x7fffffffffffL, &n, err)) return -1;
 		o->train.bucket_params = (size_t)n;
 		break;
@@ -144,6 +149,7 @@ static int parse(int argc, char **argv, struct run_opts *o, int *help, char *err
 	}
 	if (!o->plan.model[0]) return errf(err, "--model is required");
 	if (o->save_every && !o->save) return errf(err, "--save-every needs --save DIR");
+	if (o->finalist && !o->db) return errf(err, "--finalist needs --db PATH (the store that holds the finalist)");
 	return 0;
 }
 
@@ -177,7 +183,7 @@ static int any_failed(struct comm *world, int failed)
 /* ---- output ------------------------------------------------------------------------- */
 
 static void print_step(const struct run_opts *o, const struct train_stats *st, const double *mem,
-		       int world)
+		       int world, long run_id)
 {
 	double peak = 0;
 	for (int r = 0; r < world; r++) peak = mem[2 * r] > peak ? mem[2 * r] : peak;
@@ -188,7 +194,9 @@ static void print_step(const struct run_opts *o, const struct train_stats *st, c
 		for (int r = 0; r < world; r++) printf("%s%.0f", r ? ", " : "", mem[2 * r]);
 		printf("], \"peak_rss_bytes_per_rank\": [");
 		for (int r = 0; r < world; r++) printf("%s%.0f", r ? ", " : "", mem[2 * r + 1]);
-		printf("]}\n");
+		printf("]");
+		if (run_id) printf(", \"run_id\": %ld", run_id);
+		printf("}\n");
 	} else {
 		printf("step %4d  loss %.6f  grad norm %.4f  %.4f s  %.0f tokens/s  peak mem GiB/rank:",
 		       st->step, st->loss, st->grad_norm, st->step_time_s, st->tokens_per_s);
@@ -202,7 +210,7 @@ static const char *stream_name(int s) { return s == EV_COMPUTE ? "compute" : "co
 
 /* Rank 0 gathers every rank's events (padded to the largest count) and writes the trace. */
 #define EVF 9
-static int write_trace(struct ctx *x, struct trainer *t, const char *path, char *err)
+static int write_trace(struct ctx *x, struct trainer *t, const char *path, const char *plan_json, char *err)
 {
 	size_t n;
 	const struct train_event *ev = train_events(t, &n);
@@ -224,8 +232,9 @@ static int write_trace(struct ctx *x, struct trainer *t, const char *path, char 
 	FILE *f = NULL;
 	if (!rc && x->rank == 0 && !(f = fopen(path, "w"))) rc = errf(err, "trace: cannot create %s", path);
 	if (f) {
-		fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"scaleplan run (measured)\"},\n"
-			   "\"traceEvents\": [\n");
+		/* the plan rides along, so `sim --op-times` can scale these op times to other plans */
+		fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"scaleplan run (measured)\", "
+			   "\"plan\": %s},\n\"traceEvents\": [\n", plan_json ? plan_json : "null");
 		int first = 1;
 		for (int r = 0; r < x->world; r++) {
 			fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
@@ -305,7 +314,7 @@ static int open_db(struct job *j, char *err)
 	char host[256] = "unknown";
 	gethostname(host, sizeof(host) - 1);
 	if (store_open(j->o.db, 1, &j->db, err)) return -1;
-	return store_add_run(j->db, 0, j->plan_json, host, &j->run_id, err);
+	return store_add_run(j->db, j->o.finalist, j->plan_json, host, &j->run_id, err);
 }
 
 static int train_loop(struct job *j, char *err)
@@ -329,7 +338,7 @@ static int train_loop(struct job *j, char *err)
 		if (comm_allgather(j->x->world_comm, mine, mem, 2, COMM_F64, err)) { rc = -1; break; }
 		if (st.step > first) sum_s += st.step_time_s, timed++;   /* the first step warms up */
 		if (j->x->rank == 0) {
-			print_step(&j->o, &st, mem, world);
+			print_step(&j->o, &st, mem, world, j->run_id);
 			double peak = 0;
 			for (int r = 0; r < world; r++) peak = mem[2 * r] > peak ? mem[2 * r] : peak;
 			if (j->db && store_add_measurement(j->db, j->run_id, st.step, st.step_time_s, st.tokens_per_s,
@@ -407,7 +416,7 @@ static int setup(struct job *j, struct comm *world, char *err)
 static int finish(struct job *j, char *err)
 {
 	if (j->o.dump && dump_weights(j->x, j->t, j->o.dump, err)) return -1;
-	if (j->o.trace && write_trace(j->x, j->t, j->o.trace, err)) return -1;
+	if (j->o.trace && write_trace(j->x, j->t, j->o.trace, j->plan_json, err)) return -1;
 	if (j->o.save && save(j, err)) return -1;
 	if (j->db && store_finish_run(j->db, j->run_id, "finished", err)) return -1;
 	return 0;

@@ -8,6 +8,7 @@
 #include "reports/trace.h"
 #include "sim/estimate.h"
 #include "sim/event.h"
+#include "sim/op_scale.h"
 #include "sim/util.h"
 
 #define GIB 1073741824.0
@@ -185,6 +186,52 @@ static void json_event(const struct plan *p, const struct estimate *e, const str
 	cJSON_Delete(o);
 }
 
+/* 1 when two resolved plans run the same ops (names of model and gpu aside) */
+static int same_plan(const struct plan *x, const struct plan *y)
+{
+	struct plan a = *x, b = *y;
+	a.model[0] = b.model[0] = a.gpu[0] = b.gpu[0] = 0;
+	a.gpus_per_node = b.gpus_per_node = 0;
+	char *ja = plan_to_json(&a), *jb = plan_to_json(&b);
+	int same = ja && jb && !strcmp(ja, jb);
+	free(ja);
+	free(jb);
+	return same;
+}
+
+/* A trace of another plan of the same model: its op times scaled to plan p through the
+ * profile (sim/op_scale.h). *mt is replaced; returns an exit code (messages printed). */
+static int retarget(const struct model *m, const struct hw *h, const struct plan *p, struct op_times *mt, int *scaled)
+{
+	char err[ERR_LEN];
+	struct plan from;
+	struct model mf;
+	*scaled = 0;
+	plan_defaults(&from);
+	if (plan_from_json(mt->plan_json, &from, err)) { cli_error("sim", "op times: the trace's plan: %s", err); return EXIT_BADINPUT; }
+	if (model_load(from.model, &mf, err) == 0 &&
+	    (mf.layers != m->layers || mf.hidden != m->hidden || mf.heads != m->heads || mf.kv_heads != m->kv_heads ||
+	     mf.ffn_hidden != m->ffn_hidden || mf.vocab != m->vocab || mf.moe_experts != m->moe_experts)) {
+		cli_error("sim", "op times: the trace measured model %s, not the plan's %s (a trace carries to other plans of the same model only)",
+			  from.model, p->model);
+		return EXIT_BADINPUT;
+	}
+	snprintf(from.gpu, sizeof(from.gpu), "%s", p->gpu);
+	if (plan_resolve(&from, m, h, err) || plan_validate(&from, m, h, err)) {
+		cli_error("sim", "op times: the trace's plan: %s", err);
+		return EXIT_BADINPUT;
+	}
+	if (same_plan(&from, p)) return EXIT_OK;
+	struct op_times out;
+	if (op_times_retarget(m, h, &from, mt, p, &out, err)) { cli_error("sim", "%s", err); return EXIT_BADINPUT; }
+	out.plan_json = mt->plan_json;
+	mt->plan_json = NULL;
+	op_times_free(mt);
+	*mt = out;
+	*scaled = 1;
+	return EXIT_OK;
+}
+
 static int run_event(const struct model *m, const struct hw *h, const struct plan *p, const struct estimate *e,
 		     const struct sim_args *a)
 {
@@ -195,8 +242,12 @@ static int run_event(const struct model *m, const struct hw *h, const struct pla
 		cli_error("sim", "%s", err);
 		return EXIT_BADINPUT;
 	}
+	int scaled = 0, rc = EXIT_OK;
+	if (mt.plan_json && (rc = retarget(m, h, p, &mt, &scaled))) { op_times_free(&mt); return rc; }
+	if (scaled && !a->json)
+		printf("op times: measured on another plan of this model (%s), scaled to this plan through %s's tables and costs\n",
+		       a->op_times, h->name);
 	struct event_sim s;
-	int rc = EXIT_OK;
 	if (event_run(m, h, p, e, a->op_times ? &mt : NULL, &s, err)) {
 		cli_error("sim", "%s", err);
 		op_times_free(&mt);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "cli/tune_bench.h"
 #include "sim/util.h"
 #include "tuner/search.h"
 #include "tuner/store.h"
@@ -17,7 +18,9 @@ static void tune_usage(FILE *f)
 		"usage: scaleplan tune --model M --gpu G --gpus N --seq L (--gbs S | --gbs-tokens T)\n"
 		"                      [--top K] [--objective throughput|cost|time] [--tokens N] [--price P]\n"
 		"                      [--fix k=v ...] [--max-pp N] [--db PATH] [--no-db] [--report DIR]\n"
-		"                      [--no-refine] [--json]\n\n"
+		"                      [--no-refine] [--json] [--bench-top K [--bench-steps N]\n"
+		"                      [--bench-timeout S] [--launcher mpirun|srun] [--bench-exe PATH]\n"
+		"                      [--bench-print]]\n\n"
 		"  --model M        model profile or config.json          --gpu G    hardware profile\n"
 		"  --gpus N         GPUs in the cluster                   --seq L    tokens per sequence\n"
 		"  --gbs S          global batch in sequences, or --gbs-tokens T in tokens (4M = 4194304)\n"
@@ -33,7 +36,18 @@ static void tune_usage(FILE *f)
 		"  --db PATH        results store (default %s); --no-db records nothing\n"
 		"  --report DIR     write DIR/report.md and DIR/report.html\n"
 		"  --no-refine      rank by the analytical estimate only\n"
-		"  --json           machine-readable result on stdout\n\n"
+		"  --json           machine-readable result on stdout\n"
+		"  --bench-top K    then run the K best distinct finalists for real, one `scaleplan run`\n"
+		"                   process each (mpirun -np GPUS, one rank per GPU), recorded in the store\n"
+		"                   with their finalist: median step time after the first step, tokens/s,\n"
+		"                   peak memory per rank, and ok | oom | crashed | timeout; the plans are\n"
+		"                   then re-ranked by measurement, predicted beside measured\n"
+		"  --bench-steps N  steps per benchmark run, the first a warm-up (default 5)\n"
+		"  --bench-timeout S  seconds one run may take before it is ended (default 600)\n"
+		"  --launcher L     mpirun (default: runs here) or srun (runs when srun is on PATH, else\n"
+		"                   prints the command lines)\n"
+		"  --bench-exe PATH the scaleplan binary the runs use (default: this one)\n"
+		"  --bench-print    print the benchmark command lines and run nothing\n\n"
 		"Exit status: 0 a plan fits, 2 bad input, 3 no plan fits (the closest plan and what would\n"
 		"make it fit are printed), 1 other errors.\n", STORE_DEFAULT_PATH);
 }
@@ -55,6 +69,7 @@ struct tune_args {
 	long gpus, seq, gbs, top, max_pp;
 	double gbs_tokens, tokens, price;
 	int json, no_db, no_refine;
+	struct tune_bench_args bench;
 };
 
 static int parse_args(int argc, char **argv, struct tune_args *a)
@@ -66,6 +81,7 @@ static int parse_args(int argc, char **argv, struct tune_args *a)
 		if (!strcmp(o, "--json")) { a->json = 1; continue; }
 		if (!strcmp(o, "--no-db")) { a->no_db = 1; continue; }
 		if (!strcmp(o, "--no-refine")) { a->no_refine = 1; continue; }
+		if (!strcmp(o, "--bench-print")) { a->bench.print_only = 1; continue; }
 		if (strncmp(o, "--", 2) || i + 1 >= argc) { cli_error("tune", "unknown option or missing value: '%s'", o); return -1; }
 		const char *v = argv[++i];
 		int rc = 0;
@@ -78,7 +94,14 @@ static int parse_args(int argc, char **argv, struct tune_args *a)
 		else if (!strcmp(o, "--seq")) rc = parse_int(v, "--seq", 1, 1 << 24, &a->seq, err);
 		else if (!strcmp(o, "--gbs")) rc = parse_int(v, "--gbs", 1, 1 << 26, &a->gbs, err);
 		else if (!strcmp(o, "--top")) rc = parse_int(v, "--top", 1, 1000, &a->top, err);
-		else if (!strcmp(o, "--max-pp")) rc = parse_int(v, "--max-pp", 1, 4096, &a->max_pp, err);
+		else if (!strcmp(o, "--bench-top")) rc = parse_int(v, "--bench-top", 1, 256, &a->bench.top, err);
+		else if (!strcmp(o, "--bench-steps")) rc = parse_int(v, "--bench-steps", 1, 100000, &a->bench.steps, err);
+		else if (!strcmp(o, "--bench-timeout")) rc = parse_double(v, "--bench-timeout", 0.1, 1e7, &a->bench.timeout_s, err);
+		else if (!strcmp(o, "--bench-exe")) a->bench.exe = v;
+		else if (!strcmp(o, "--launcher")) {
+			if (strcmp(v, "mpirun") && strcmp(v, "srun")) { cli_error("tune", "--launcher: '%s' is not mpirun or srun", v); return -1; }
+			a->bench.launcher = v;
+		} else if (!strcmp(o, "--max-pp")) rc = parse_int(v, "--max-pp", 1, 4096, &a->max_pp, err);
 		else if (!strcmp(o, "--gbs-tokens")) rc = parse_size_suffix(v, "--gbs-tokens", &a->gbs_tokens, err);
 		else if (!strcmp(o, "--tokens")) rc = parse_double(v, "--tokens", 0, 1e18, &a->tokens, err);
 		else if (!strcmp(o, "--price")) rc = parse_double(v, "--price", 0, 1e6, &a->price, err);
@@ -88,6 +111,11 @@ static int parse_args(int argc, char **argv, struct tune_args *a)
 		} else { cli_error("tune", "unknown option '%s'", o); return -1; }
 		if (rc) { cli_error("tune", "%s", err); return -1; }
 	}
+	if (!a->bench.steps) a->bench.steps = 5;
+	if (!a->bench.timeout_s) a->bench.timeout_s = 600;
+	if (a->bench.top && a->no_db) { cli_error("tune", "--bench-top records into the store: it cannot go with --no-db"); return -1; }
+	if (!a->bench.top && (a->bench.print_only || a->bench.launcher || a->bench.exe))
+		{ cli_error("tune", "--bench-print, --launcher and --bench-exe go with --bench-top K"); return -1; }
 	return 0;
 }
 
@@ -210,6 +238,28 @@ out:
 	return rc;
 }
 
+/* --json with benchmarks: the search's JSON object with "benchmarks" added after they ran */
+static int print_json_with_bench(const struct tune_args *a, const struct search_req *rq, const struct search_result *res,
+				 const struct search_out *o, int rc)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	if (!mem) { cli_error("tune", "out of memory"); return EXIT_RUNTIME; }
+	search_write_json(rq, res, o, mem);
+	fclose(mem);
+	cJSON *j = cJSON_Parse(buf);
+	free(buf);
+	if (!j) { cli_error("tune", "out of memory"); return EXIT_RUNTIME; }
+	if (!rc) rc = tune_bench(&a->bench, a->db ? a->db : STORE_DEFAULT_PATH, o->tune_id, a->model, a->gpu,
+				 rq->h->gpus_per_node, j);
+	char *s = cJSON_Print(j);
+	cJSON_Delete(j);
+	if (s) puts(s);
+	free(s);
+	return s ? rc : EXIT_RUNTIME;
+}
+
 int cmd_tune(int argc, char **argv)
 {
 	struct tune_args a;
@@ -228,8 +278,14 @@ int cmd_tune(int argc, char **argv)
 	struct search_out o = {a.tokens, a.price, 0};
 	rc = res.ntop ? EXIT_OK : EXIT_INFEASIBLE;
 	if (!a.no_db && record(&a, &rq, &res, &o.tune_id)) rc = EXIT_RUNTIME;
-	if (a.json) search_write_json(&rq, &res, &o, stdout);
+	int bench = a.bench.top && o.tune_id && res.ntop;
+	if (a.json && bench) rc = print_json_with_bench(&a, &rq, &res, &o, rc);
+	else if (a.json) search_write_json(&rq, &res, &o, stdout);
 	else search_print(&rq, &res, &o, stdout);
+	if (bench && !a.json && !rc) {
+		fflush(stdout);
+		rc = tune_bench(&a.bench, a.db ? a.db : STORE_DEFAULT_PATH, o.tune_id, a.model, a.gpu, h.gpus_per_node, NULL);
+	}
 	if (a.report && search_write_report(&rq, &res, &o, a.report, err)) {
 		cli_error("tune", "%s", err);
 		rc = EXIT_RUNTIME;

@@ -190,6 +190,10 @@ int trace_read_op_times(const char *path, struct op_times *out, char *err)
 	for (int k = 0; k < OPT_KINDS; k++)
 		for (int s = 0; s < out->nstages; s++)
 			if (out->n[k][s]) out->mean_s[k][s] /= out->n[k][s];
+	/* `scaleplan run` writes the plan it ran beside the events */
+	const cJSON *od = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "otherData") : NULL;
+	const cJSON *pl = od ? cJSON_GetObjectItemCaseSensitive(od, "plan") : NULL;
+	if (cJSON_IsObject(pl) && !(out->plan_json = cJSON_PrintUnformatted(pl))) { errf(err, "op times: out of memory"); goto out; }
 	rc = 0;
 out:
 	cJSON_Delete(root);

@@ -2,7 +2,7 @@
 # Installs the Debian packages scaleplan builds and tests with. Idempotent.
 # python3 (standard library only) runs the JSON checks of tests/cli/*.sh.
 set -euo pipefail
-PKGS="build-essential python3 libcjson-dev libsqlite3-dev libglpk-dev libopenblas-dev libopenmpi-dev openmpi-bin gnuplot-nox"
+PKGS="build-essential python3 libcjson-dev libsqlite3-dev libglpk-dev libgsl-dev libopenblas-dev libopenmpi-dev openmpi-bin gnuplot-nox"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -9,6 +9,7 @@
 #include "sim/estimate.h"
 #include "sim/flops.h"
 #include "sim/hw.h"
+#include "sim/hw_share.h"
 #include "sim/layer_cost.h"
 #include "sim/layout.h"
 #include "sim/model.h"
@@ -546,5 +547,5 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 	finish_kinds(e, p, np, step);
 	step_totals(&c, w, np, step, e);
 	e->bubble_fraction = ideal_min > 0 ? fmax(0, span - pp_exposed - ideal_min) / ideal_min : 0;
-	return 0;
+	return hw_share_adjust(m, h, p, e, NULL, err); /* CPU ranks sharing cores (sim/hw_share.h) */
 }

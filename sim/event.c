@@ -30,6 +30,8 @@ void op_times_free(struct op_times *t)
 	}
 	free(t->layers);
 	t->layers = NULL;
+	free(t->plan_json);
+	t->plan_json = NULL;
 	t->nstages = 0;
 }
 

@@ -40,6 +40,7 @@ struct op_times {
 	int *n[OPT_KINDS];
 	int *layers;              /* per stage: args.layers last seen, -1 when not given */
 	long events, ignored;     /* complete events read; of which not an op kind used here */
+	char *plan_json;          /* the plan the trace measured (otherData.plan), or NULL */
 };
 void op_times_free(struct op_times *t);
 

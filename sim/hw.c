@@ -20,10 +20,10 @@ struct hw_field {
 
 #define HOFF(f) offsetof(struct hw, f)
 static const struct hw_field fields[] = {
-	{"peak_bf16_tflops", HOFF(peak_bf16_flops), 1e12, 1, 1e5, 0},
+	{"peak_bf16_tflops", HOFF(peak_bf16_flops), 1e12, 1e-4, 1e5, 0}, /* a CPU rank: ~0.1 */
 	{"peak_fp8_tflops", HOFF(peak_fp8_flops), 1e12, 0, 1e5, 0},
 	{"hbm_gib", HOFF(hbm_bytes), 1073741824.0, 1, 1e5, 0},
-	{"hbm_bw_gbps", HOFF(hbm_bw_bps), 1e9, 1, 1e6, 0},
+	{"hbm_bw_gbps", HOFF(hbm_bw_bps), 1e9, 0.01, 1e6, 0}, /* a CPU rank among several: ~1 */
 	{"gemm_eff", HOFF(gemm_eff), 1, 0.01, 1, 0},
 	{"gemm_eff_fp8", HOFF(gemm_eff_fp8), 1, 0.01, 1, 1},
 	{"gemm_half_dim", HOFF(gemm_half_dim), 1, 0, 1e6, 0},
@@ -126,6 +126,10 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 		}
 		if (!strcmp(it->string, "network")) {
 			if (read_network(it, name, h, err)) goto out;
+			continue;
+		}
+		if (!strcmp(it->string, "tables")) {
+			if (hw_tables_from_json(it, name, &h->tables, err)) goto out;
 			continue;
 		}
 		size_t i;

@@ -8,6 +8,8 @@
 #ifndef SCALEPLAN_HW_H
 #define SCALEPLAN_HW_H
 
+#include "sim/hw_table.h"
+
 /* NCCL's cost model (profiles/comm/nccl.json): per algorithm and protocol a base latency and a
  * per-hop latency by link kind (< 0: not offered), and the protocols' share of the bus bandwidth */
 enum { PROTO_LL, PROTO_LL128, PROTO_SIMPLE, PROTO_COUNT };
@@ -62,6 +64,7 @@ struct hw {
 	double kernel_s;          /* GPU time one kernel costs beyond its work (launch, ramp, tail) */
 	double host_op_s;         /* host time to dispatch and launch one eager framework op */
 	double host_coll_s;       /* host time to launch one collective through torch.distributed */
+	struct hw_tables tables;  /* measured tables (optional "tables" key; sim/hw_table.h) */
 };
 
 /* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. */

@@ -39,6 +39,10 @@ static double gemm_eff(const struct ectx *c, double mn)
 double gemm_t(const struct ectx *c, double M, double N, double K, double count)
 {
 	if (M <= 0 || N <= 0 || K <= 0) return 0;
+	const struct hw *h = c->h;
+	double tf = hwt_gemm_flops(&h->tables, M, N, K);
+	if (tf > 0) /* measured (M, N, K) table, moved by gemm_eff since (sim/hw_table.h) */
+		return count * 2.0 * M * N * K / (tf * hwt_ratio(h->gemm_eff, h->tables.ref_gemm_eff));
 	double mn = M < N ? M : N;
 	if (K < mn) mn = K;
 	return count * 2.0 * M * N * K / (c->gemm_peak * gemm_eff(c, mn));
@@ -46,6 +50,9 @@ double gemm_t(const struct ectx *c, double M, double N, double K, double count)
 
 double elem_t(const struct ectx *c, double bytes)
 {
+	double bw = hwt_curve_at(&c->h->tables.mem, bytes);
+	if (bw > 0) /* measured bandwidth by kernel size, moved by mem_eff since */
+		return bytes / (bw * hwt_ratio(c->h->mem_eff, c->h->tables.ref_mem_eff));
 	return bytes / (c->h->hbm_bw_bps * c->h->mem_eff);
 }
 
@@ -133,6 +140,11 @@ static void attention_time(const struct ectx *c, const struct dims *d, struct co
 	 * non-causal, forward vs backward (apache/tvm tl_doc/flash_perf.md, RTX 4090); 81 vs 63
 	 * at head dim 64 on an RTX A5000 (flash-attention benchmark_flash_attention.py run) */
 	double a_b = 2.5 / 0.75 * a_f;
+	if (h->tables.attn_fwd.n) { /* measured throughput by sequence length, moved by attn_eff */
+		double x = (double)p->seq / p->cp, r = hwt_ratio(h->attn_eff, h->tables.ref_attn_eff);
+		a_f = attn_flops / (hwt_curve_at(&h->tables.attn_fwd, x) * r);
+		a_b = 2.5 * attn_flops / (hwt_curve_at(&h->tables.attn_bwd, x) * r);
+	}
 	/* unfused attention (Megatron before --use-flash-attn): QK^T and PV are batched GEMMs over
 	 * the whole s x s matrix, the causal mask applied afterwards, so nothing is skipped; the
 	 * scores pass through HBM: fused scale-mask-softmax reads and writes them (2+2 bytes per

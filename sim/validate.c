@@ -412,12 +412,14 @@ static int complete_plan(struct val_row *r, const struct model *m, const struct 
 	return 0;
 }
 
-static void predict(struct val_row *r, const struct model *m, struct plan *p, FILE *explain)
+static void predict(struct val_row *r, const struct model *m, struct plan *p, const struct val_opts *opts)
 {
 	struct hw h;
 	char err[ERR_LEN];
 	struct estimate e;
-	if (hw_load(r->gpu, &h, err) || complete_plan(r, m, &h, p, &e, err)) {
+	FILE *explain = opts->explain;
+	if (opts->hw) h = *opts->hw;
+	if ((!opts->hw && hw_load(r->gpu, &h, err)) || complete_plan(r, m, &h, p, &e, err)) {
 		snprintf(r->reason, sizeof(r->reason), "%s", err);
 		return;
 	}
@@ -443,6 +445,7 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, FI
 	r->pred_act_gib = k->act_bytes / 1073741824.0;
 	r->pred_logits_gib = k->logits_bytes / 1073741824.0;
 	r->pred_buf_gib = k->buffers_bytes / 1073741824.0;
+	if (opts->row) opts->row(opts->row_ctx, r, m, p);
 }
 
 int validate_file(const char *path, const struct val_opts *opts, struct val_row **rows_out, int *nrows, char *err)
@@ -524,7 +527,7 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 			add_assumed(r, what);
 		}
 		if (ok)
-			predict(r, &m, &p, opts->explain);
+			predict(r, &m, &p, opts);
 		/* A run the row itself marks as measured with a framework defect that was fixed later
 		 * (the Playbook's pipeline runs before nanotron's pipeline-parallel performance fix
 		 * lose about a second per micro-batch to it) measures the defect, not the plan: it is

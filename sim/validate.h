@@ -12,6 +12,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct hw;
+struct model;
+struct plan;
+
 struct val_row {
 	char id[32];
 	char source[64];
@@ -63,6 +67,10 @@ struct val_opts {
 	int nset;
 	FILE *explain;                    /* the full estimate (the `sim` table) of each row, or NULL */
 	const char *by;                   /* a column name of the file: rows keep its cell in val_row.by */
+	const struct hw *hw;              /* price every row on this profile instead of its gpu cell */
+	/* called with each simulated row's model and plan as predicted (calibrate collects them) */
+	void (*row)(void *ctx, const struct val_row *r, const struct model *m, const struct plan *p);
+	void *row_ctx;
 };
 
 /* Parses and predicts every row of `path`. *rows is malloc'd (caller frees). Returns 0, or -1

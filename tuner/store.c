@@ -9,12 +9,8 @@
 #include <time.h>
 #include <sqlite3.h>
 #include "tuner/store.h"
+#include "tuner/store_impl.h"
 #include "sim/util.h"
-
-struct store {
-	sqlite3 *db;
-	char path[512];
-};
 
 #define BUSY_TIMEOUT_MS 30000
 
@@ -40,6 +36,7 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
 	"  step INTEGER NOT NULL, step_time_s REAL, tokens_per_s REAL, peak_mem_bytes REAL,"
 	"  loss REAL, PRIMARY KEY(run_id, step)) STRICT;",
+	STORE_MIGRATION_BENCH, /* tuner/store_bench.c */
 };
 
 static int db_errf(struct store *s, char *err, const char *what)
@@ -523,3 +520,8 @@ int store_run_summary(struct store *s, long run_id, int *steps, double *mean_ste
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : db_errf(s, err, "read measurements");
 }
+
+/* for the store's other files (tuner/store_impl.h) */
+int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, char *err) { return prepare(s, sql, st, err); }
+int store_write1(struct store *s, sqlite3_stmt *st, char *err) { return write1(s, st, err); }
+int store_db_errf(struct store *s, char *err, const char *what) { return db_errf(s, err, what); }

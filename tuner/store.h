@@ -20,7 +20,7 @@
 #define SCALEPLAN_STORE_H
 
 #define STORE_DEFAULT_PATH "scaleplan.db"
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_APPLICATION_ID 0x53504c4e /* "SPLN" */
 
 struct store;
@@ -80,5 +80,44 @@ int store_add_measurement(struct store *s, long run_id, int step, double step_ti
 int store_finish_run(struct store *s, long run_id, const char *status, char *err);
 /* Measurements of a run: number of steps and their mean step time (0 steps: mean 0). */
 int store_run_summary(struct store *s, long run_id, int *steps, double *mean_step_s, char *err);
+
+/* ---- tuner/store_bench.c: measured profiles and benchmarks of finalists ---------------- */
+
+/* A hardware profile written by `scaleplan profile` (its JSON text). */
+int store_add_profile(struct store *s, const char *host, const char *backend, int ranks,
+		      const char *profile_json, long *id, char *err);
+
+/* One benchmark: a finalist run for real by `tune --bench-top`. Measured values are 0 unless
+ * status is "ok" (an "oom" run may carry the steps it logged). */
+#define STORE_BENCH_MAX_RANKS 64
+struct store_bench {
+	long id, tune_id, finalist_id;
+	long run_id;               /* the runs row the process wrote (0: none) */
+	double started_s;          /* Unix time; filled when 0 */
+	char status[8];            /* ok | oom | crashed | timeout */
+	int steps;                 /* steps measured after warm-up */
+	double step_time_s;        /* median of those steps */
+	double tokens_per_s_per_gpu, peak_mem_bytes; /* peak: the largest rank */
+	int nranks;
+	double peak_mem_bytes_per_rank[STORE_BENCH_MAX_RANKS];
+	double wall_s;             /* the process's wall time */
+	char *command;             /* the command line, as a shell would take it */
+	char *message;             /* the first lines the process wrote to stderr on failure */
+};
+int store_add_benchmark(struct store *s, struct store_bench *b, char *err);
+/* Benchmarks of one tune (tune_id > 0) or all, by tune then finalist rank then id. */
+int store_list_benchmarks(struct store *s, long tune_id, struct store_bench **out, int *n, char *err);
+void store_free_benchmarks(struct store_bench *b, int n);
+
+/* Runs that finished, with the median step time of their steps after the first (all steps
+ * when there is one), oldest first. */
+struct store_run {
+	long id, finalist_id;
+	char *plan_json;
+	int steps;
+	double median_step_s;
+};
+int store_list_finished_runs(struct store *s, struct store_run **out, int *n, char *err);
+void store_free_runs(struct store_run *r, int n);
 
 #endif

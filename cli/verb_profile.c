@@ -1,0 +1,296 @@
+/* profile — `scaleplan profile`: measure this machine and write a hardware profile in the
+ * format of profiles/hw (so `--gpu FILE.json` takes it everywhere), with the measured tables
+ * the simulator interpolates (sim/hw_table.h). Run under mpirun -np N (one rank per "GPU"), or
+ * give --ranks N and this verb starts mpirun itself. Rank 0 writes the file and prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
+#include "cli/cli.h"
+#include "runtime/comm.h"
+#include "runtime/profile.h"
+#include "sim/util.h"
+#include "tuner/store.h"
+
+static void profile_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: mpirun -np N scaleplan profile [--backend cpu|cuda] [-o PROFILE.json] [--db PATH]\n"
+		"                      [--name NAME] [--max-dim D] [--max-seq S] [--max-bytes B]\n"
+		"                      [--min-time S]\n"
+		"       scaleplan profile --ranks N ...   (starts mpirun --oversubscribe -np N itself)\n\n"
+		"Measures the machine with every rank busy at once, as a training job's ranks are, and\n"
+		"writes a hardware profile (profiles/README.md) whose \"tables\" the simulator interpolates:\n"
+		"GEMM throughput by (M, N, K) from 16 to D (default 2048), attention forward/backward by\n"
+		"sequence length up to S (default 1024), memory-bound kernels and streaming bandwidth by size,\n"
+		"and nccl-tests-style collective time and bus bandwidth by operation, message size (1 KiB to\n"
+		"B, default 16M) and group size (2, 4, ... N consecutive ranks, all groups at once). The\n"
+		"scalar fields (peak, bandwidths, efficiencies) are derived from the tables so that profiles\n"
+		"without tables keep working; `scaleplan calibrate` fits them to measured runs.\n\n"
+		"  --backend B   cpu (OpenBLAS and the runtime's kernels, MPI collectives); built here: %s\n"
+		"  -o FILE       write the profile there (default: stdout)\n"
+		"  --db PATH     also record it in the results store\n"
+		"  --name NAME   the profile's name (default cpu-HOST-Nr)\n"
+		"  --min-time S  each measurement repeats for at least S seconds (default 0.02)\n",
+		profile_backend_names());
+}
+
+struct prof_args {
+	const char *backend, *out, *db, *name;
+	long ranks;
+	struct profile_opts o;
+};
+
+static int parse_args(int argc, char **argv, struct prof_args *a, char *err)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		if (i + 1 >= argc) return errf(err, "unknown option or missing value: '%s'", o);
+		const char *v = argv[++i];
+		long n;
+		double x;
+		if (!strcmp(o, "--backend")) a->backend = v;
+		else if (!strcmp(o, "-o") || !strcmp(o, "--output")) a->out = v;
+		else if (!strcmp(o, "--db")) a->db = v;
+		else if (!strcmp(o, "--name")) a->name = v;
+		else if (!strcmp(o, "--ranks")) { if (parse_int(v, "--ranks", 1, 4096, &a->ranks, err)) return -1; }
+		else if (!strcmp(o, "--max-dim")) { if (parse_int(v, "--max-dim", 16, 16384, &n, err)) return -1; a->o.lim.max_dim = (int)n; }
+		else if (!strcmp(o, "--max-seq")) { if (parse_int(v, "--max-seq", 32, 65536, &n, err)) return -1; a->o.lim.max_seq = (int)n; }
+		else if (!strcmp(o, "--max-bytes")) {
+			if (parse_size_suffix(v, "--max-bytes", &x, err)) return -1;
+			if (x < 4096 || x > 1e10) return errf(err, "--max-bytes (%g) must be in [4K, 10G]", x);
+			a->o.lim.max_bytes = (size_t)x;
+		} else if (!strcmp(o, "--min-time")) { if (parse_double(v, "--min-time", 1e-4, 10, &a->o.min_time_s, err)) return -1; }
+		else return errf(err, "unknown option '%s'", o);
+	}
+	return 0;
+}
+
+/* --ranks N outside a launcher: run this very command under mpirun, without --ranks */
+static int relaunch(int argc, char **argv, long ranks)
+{
+	char np[24], self[4096], *args[256];
+	int k = 0;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0) { cli_error("profile", "cannot find this program's path to start it under mpirun"); return EXIT_RUNTIME; }
+	self[len] = 0;
+	snprintf(np, sizeof(np), "%ld", ranks);
+	args[k++] = "mpirun";
+	args[k++] = "--oversubscribe";
+	args[k++] = "-np";
+	args[k++] = np;
+	args[k++] = self;
+	args[k++] = "profile";
+	for (int i = 1; i < argc && k < 250; i++) {
+		if (!strcmp(argv[i], "--ranks")) { i++; continue; }
+		args[k++] = argv[i];
+	}
+	args[k] = NULL;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) { cli_error("profile", "cannot start mpirun"); return EXIT_RUNTIME; }
+	if (pid == 0) {
+		execvp("mpirun", args);
+		fprintf(stderr, "scaleplan profile: cannot run mpirun (is Open MPI installed?)\n");
+		_exit(127);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) < 0) return EXIT_RUNTIME;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_RUNTIME;
+}
+
+static void on_progress(void *ctx, const char *what, double f)
+{
+	(void)ctx;
+	fprintf(stderr, "\rprofile: %-12s %3.0f%%", what, 100 * f);
+	if (f >= 1) fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+static double mem_per_rank_bytes(int ranks)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	return pages > 0 && size > 0 ? (double)pages * size / ranks : 1073741824.0;
+}
+
+/* the half-efficiency dimension of eff = n / (n + h) (sim/layer_cost.c) that each table entry
+ * implies, n its smallest dimension, eff its throughput over the best; their median */
+static double half_dim(const struct profile_result *r)
+{
+	const struct hw_tables *t = &r->t;
+	double h[HWT_MAX_AXIS * HWT_MAX_AXIS * HWT_MAX_AXIS];
+	int n = 0;
+	for (int i = 0; i < t->gm; i++)
+		for (int j = 0; j < t->gn; j++)
+			for (int k = 0; k < t->gk; k++) {
+				double mn = t->gemm_m[i], e = t->gemm_flops[i][j][k] / r->peak_flops;
+				if (t->gemm_n[j] < mn) mn = t->gemm_n[j];
+				if (t->gemm_k[k] < mn) mn = t->gemm_k[k];
+				if (e < 1) h[n++] = mn * (1 - e) / e;
+			}
+	if (!n) return 0;
+	for (int i = 1; i < n; i++) /* insertion sort: at most 512 entries */
+		for (int j = i; j > 0 && h[j] < h[j - 1]; j--) { double x = h[j]; h[j] = h[j - 1]; h[j - 1] = x; }
+	return h[n / 2];
+}
+
+static void add_num(cJSON *o, const char *key, double v, const char *fmt)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), fmt, v);
+	cJSON_AddItemToObject(o, key, cJSON_CreateRaw(buf));
+}
+
+/* the profile as profiles/hw JSON: scalar fields derived from the tables (file units) */
+static cJSON *profile_json(const struct prof_args *a, const struct profile_backend *b, struct profile_result *r,
+			   const char *host, const char *when)
+{
+	struct hw_tables *t = &r->t;
+	double bw = r->stream_bps > r->elem_bps ? r->stream_bps : r->elem_bps;
+	double busbw = r->ranks > 1 ? r->coll_busbw_bps : bw / 2;
+	if (busbw < 0.1e9) busbw = 0.1e9;
+	double attn_eff = r->attn_flops / (2 * r->peak_flops);
+	if (attn_eff > 1) attn_eff = 1;
+	snprintf(t->backend, sizeof(t->backend), "%s", b->name);
+	snprintf(t->dtype, sizeof(t->dtype), "%s", b->dtype);
+	snprintf(t->host, sizeof(t->host), "%s", host);
+	snprintf(t->measured, sizeof(t->measured), "%s", when);
+	t->ref_gemm_eff = 1;
+	t->ref_attn_eff = attn_eff;
+	t->ref_mem_eff = r->elem_bps / bw;
+	t->ref_comm_eff = 1;
+	t->ref_bw_bps = busbw;
+	cJSON *o = cJSON_CreateObject();
+	char name[96];
+	if (a->name) snprintf(name, sizeof(name), "%s", a->name);
+	else snprintf(name, sizeof(name), "%s-%.40s-%dr", b->name, host, r->ranks);
+	cJSON_AddStringToObject(o, "name", name);
+	/* fp32 plans price GEMMs at half the 16-bit peak (sim/estimate.c), so the best fp32
+	 * GEMM measured is written as half of peak_bf16 */
+	add_num(o, "peak_bf16_tflops", 2 * r->peak_flops / 1e12, "%.6g");
+	add_num(o, "peak_fp8_tflops", 0, "%g");
+	add_num(o, "hbm_gib", mem_per_rank_bytes(r->ranks) / 1073741824.0, "%.4g");
+	add_num(o, "hbm_bw_gbps", bw / 1e9, "%.4g");
+	/* the ranks of this machine are one "NVLink domain" (shared memory); what lies beyond it is
+	 * not measured: the network tier repeats its bandwidth */
+	cJSON *net = cJSON_AddArrayToObject(o, "network");
+	for (int i = 0; i < 2; i++) {
+		cJSON *tier = cJSON_CreateObject();
+		cJSON_AddStringToObject(tier, "name", i ? "network" : "shared-memory");
+		cJSON_AddNumberToObject(tier, "gpus", i ? 0 : r->ranks);
+		cJSON_AddStringToObject(tier, "link", i ? "net" : "nvlink");
+		add_num(tier, "busbw_gbps", busbw / 1e9, "%.4g");
+		cJSON_AddItemToArray(net, tier);
+	}
+	add_num(o, "gemm_eff", 1, "%g");
+	add_num(o, "gemm_half_dim", half_dim(r), "%.4g");
+	add_num(o, "attn_eff", attn_eff < 0.01 ? 0.01 : attn_eff, "%.4g");
+	add_num(o, "mem_eff", t->ref_mem_eff < 0.01 ? 0.01 : t->ref_mem_eff, "%.4g");
+	add_num(o, "comm_eff", 1, "%g");
+	/* no device allocator, context or communicator buffers on a CPU: malloc'd buffers are
+	 * what the runtime counts */
+	static const char *const zero[] = {"workspace_mib", "context_gib", "nccl_conn_mib", "step_overhead_ms", "kernel_us", "host_op_us", "host_collective_us"};
+	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++) add_num(o, zero[i], 0, "%g");
+	cJSON_AddNumberToObject(o, "nccl_channels", 1); /* MPI: no channel buffers (nccl_conn_mib 0) */
+	cJSON_AddNumberToObject(o, "nccl_conns_per_channel", 1);
+	add_num(o, "alloc_frag_native", 1, "%g");
+	add_num(o, "alloc_frag_expandable", 1, "%g");
+	cJSON *src = cJSON_AddObjectToObject(o, "sources");
+	char s[256];
+	snprintf(s, sizeof(s), "scaleplan profile --backend %s on %s, %d ranks at once, %s", b->name, host, r->ranks, when);
+	cJSON_AddStringToObject(src, "measured", s);
+	cJSON_AddStringToObject(src, "peak", "twice the best GEMM of the table (its arithmetic is tables.dtype; fp32 plans price GEMMs at half of peak_bf16)");
+	cJSON_AddStringToObject(src, "fabric", r->ranks > 1 ? "all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are the collective library's); the network tier is not measured and repeats it"
+						     : "one rank: no collective measured; busbw is half the streaming copy bandwidth");
+	cJSON_AddStringToObject(src, "efficiencies", "gemm_eff 1 (peak is the best GEMM), gemm_half_dim the median fit of the table, attn_eff and mem_eff the longest measured attention and largest element-wise pass; overheads 0 until calibrated");
+	cJSON_AddStringToObject(o, "notes", "Measured by scaleplan profile. The simulator interpolates the tables and scales each by the ratio of its efficiency field to tables.reference (sim/hw_table.h); scaleplan calibrate moves the fields.");
+	cJSON_AddItemToObject(o, "tables", hw_tables_to_json(t));
+	return o;
+}
+
+static void summary(const struct profile_result *r, FILE *f)
+{
+	fprintf(f, "profile: %d ranks; best GEMM %.1f GFLOP/s per rank, attention %.1f GFLOP/s, "
+		   "element-wise %.2f GB/s, stream %.2f GB/s", r->ranks, r->peak_flops / 1e9, r->attn_flops / 1e9,
+		r->elem_bps / 1e9, r->stream_bps / 1e9);
+	if (r->ranks > 1)
+		fprintf(f, ", all-reduce busbw %.2f GB/s, latency %.1f us", r->coll_busbw_bps / 1e9, r->coll_lat_s * 1e6);
+	fprintf(f, "\n");
+}
+
+/* rank 0: checks the profile loads as a --gpu profile, writes it, records it */
+static int write_profile(const struct prof_args *a, cJSON *o, const struct profile_result *r, const char *host)
+{
+	char err[ERR_LEN];
+	char *text = cJSON_Print(o);
+	struct hw h;
+	if (!text) { cli_error("profile", "out of memory"); return EXIT_RUNTIME; }
+	int rc = EXIT_OK;
+	if (hw_from_json(text, "profile", &h, err)) { cli_error("profile", "the profile written does not load: %s", err); rc = EXIT_RUNTIME; }
+	FILE *f = rc || !a->out ? NULL : fopen(a->out, "w");
+	if (!rc && a->out && !f) { cli_error("profile", "cannot create %s", a->out); rc = EXIT_RUNTIME; }
+	if (!rc) {
+		FILE *dst = f ? f : stdout;
+		fprintf(dst, "%s\n", text);
+		if (f && fclose(f)) { cli_error("profile", "writing %s failed", a->out); rc = EXIT_RUNTIME; }
+		if (f) { summary(r, stdout); printf("profile: wrote %s\n", a->out); }
+	}
+	struct store *s = NULL;
+	if (!rc && a->db) {
+		long id;
+		if (store_open(a->db, 1, &s, err) || store_add_profile(s, host, a->backend, r->ranks, text, &id, err)) {
+			cli_error("profile", "%s", err);
+			rc = EXIT_RUNTIME;
+		} else if (a->out) printf("profile: recorded as profile %ld in %s\n", id, a->db);
+		store_close(s);
+	}
+	free(text);
+	return rc;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	char err[ERR_LEN];
+	struct prof_args a;
+	memset(&a, 0, sizeof(a));
+	a.backend = "cpu";
+	profile_opts_default(&a.o);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { profile_usage(stdout); return EXIT_OK; }
+	if (parse_args(argc, argv, &a, err)) { cli_error("profile", "%s", err); return EXIT_BADINPUT; }
+	const struct profile_backend *b = profile_backend_find(a.backend);
+	if (!b) {
+		if (profile_backend_known(a.backend))
+			cli_error("profile", "--backend %s is not built into this binary (built: %s); build scaleplan with its toolkit to profile it",
+				  a.backend, profile_backend_names());
+		else
+			cli_error("profile", "--backend: '%s' is not a backend (cpu, cuda)", a.backend);
+		return EXIT_BADINPUT;
+	}
+	if (a.ranks > 1) return relaunch(argc, argv, a.ranks);
+	struct comm *world;
+	if (comm_mpi_world(&world, err)) { cli_error("profile", "%s", err); return EXIT_RUNTIME; }
+	int rank = comm_rank(world), rc = EXIT_OK;
+	if (rank == 0 && isatty(2)) a.o.progress = on_progress;
+	struct profile_result r;
+	if (profile_run(b, world, &a.o, &r, err)) {
+		cli_error("profile", "rank %d: %s", rank, err);
+		comm_abort(world, EXIT_RUNTIME);
+		rc = EXIT_RUNTIME;
+	} else if (rank == 0) {
+		char host[64] = "unknown", when[32];
+		gethostname(host, sizeof(host) - 1);
+		time_t now = time(NULL);
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		cJSON *o = profile_json(&a, b, &r, host, when);
+		rc = write_profile(&a, o, &r, host);
+		cJSON_Delete(o);
+	}
+	comm_destroy(world);
+	return rc;
+}

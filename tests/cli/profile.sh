@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# scaleplan profile: a CPU profile of 2 ranks (small limits, so it takes seconds) loads as a
+# --gpu profile everywhere (sim uses its tables: another profile prices the same plan
+# differently), records in the store; --backend cuda in this build, unknown backends and bad
+# limits exit 2 with one line.
+. "$(dirname "$0")/lib.sh"
+run_setup
+cd "$TMP"
+LIM="--max-dim 128 --max-seq 64 --max-bytes 64K --min-time 0.002"
+
+expect_rc 2 "$SP" profile --backend cuda -o never.json
+expect_err_line 'backend cuda is not built into this binary'
+[ ! -e never.json ] && ok || bad "a refused profile wrote a file"
+expect_rc 2 "$SP" profile --backend tpu
+expect_err_line "'tpu' is not a backend"
+expect_rc 2 "$SP" profile --max-dim 3
+expect_err_line 'max-dim'
+
+# under mpirun, and through --ranks (which starts mpirun itself)
+expect_rc 0 $MPI -np 2 "$SP" profile --backend cpu -o p2.json --db prof.db $LIM
+expect_out 'profile: wrote p2.json'
+expect_rc 0 "$SP" profile --ranks 2 --backend cpu -o p2b.json --name cpu-two $LIM
+python3 - p2.json p2b.json <<'PY' && ok || bad "profile JSON lacks its tables or fields"
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    t = d["tables"]
+    assert d["network"][0]["gpus"] == 2 and t["ranks"] == 2 and t["backend"] == "cpu"
+    assert len(t["gemm"]["m"]) >= 2 and len(t["gemm"]["tflops"]) == len(t["gemm"]["m"])
+    assert t["attention"]["seq"][-1] == 64 and t["memory"]["gbps"]
+    ops = {(c["op"], c["ranks"]) for c in t["collectives"]}
+    assert ("all_reduce", 2) in ops and ("send_recv", 2) in ops, ops
+    for c in t["collectives"]:   # nccl-tests busbw = S / t * factor
+        f = {"all_reduce": 2 * (2 - 1) / 2}.get(c["op"], 1 if c["op"] == "send_recv" else 0.5)
+        for s, us, bw in zip(c["bytes"], c["time_us"], c["busbw_gbps"]):
+            assert abs(s / (us * 1e-6) * f / 1e9 - bw) <= 1e-3 * bw, (c["op"], s, us, bw)
+assert json.load(open(sys.argv[2]))["name"] == "cpu-two"
+PY
+python3 -c "import sqlite3; n = sqlite3.connect('prof.db').execute('select count(*) from profiles where ranks = 2').fetchone()[0]; exit(n != 1)" \
+	&& ok || bad "profile not recorded in prof.db"
+
+# the profile drives sim: its tables, not h100's figures, price the plan
+PLAN="--model tiny --gpus 2 --tp 2 --mbs 2 --gbs 8 --seq 32 --precision fp32"
+expect_rc 0 "$SP" sim $PLAN --gpu p2.json --json
+# the compute of an 8B plan (whether or not it fits: sim exits 3 then, with the estimate)
+BIG="--model llama-3-8b --gpus 2 --tp 2 --mbs 1 --gbs 2 --seq 1024 --precision fp32 --json"
+"$SP" sim $BIG --gpu p2.json > big_p2.json 2>/dev/null; "$SP" sim $BIG --gpu h100-sxm > big_h100.json 2>/dev/null
+python3 -c "
+import json
+a = json.load(open('big_p2.json'))['rank_kinds'][0]['time']['compute_s']
+b = json.load(open('big_h100.json'))['rank_kinds'][0]['time']['compute_s']
+exit(not (a > 100 * b))" && ok || bad "a CPU profile should price 8B compute far slower than an H100"
+expect_rc 0 "$SP" sim $PLAN --gpu p2.json --engine event
+# a profile with a broken table is refused with the field named
+python3 -c "
+import json; d = json.load(open('p2.json')); d['tables']['gemm']['m'][0] = -1; json.dump(d, open('bad.json', 'w'))"
+expect_rc 2 "$SP" sim $PLAN --gpu bad.json
+expect_err_line 'tables: gemm.m entries must be positive'
+summary
