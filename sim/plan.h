@@ -79,7 +79,7 @@ struct plan {
 };
 
 /* Defaults: all degrees 1, dp derived, zero 0, recompute none, mbs 1, seq 4096, bf16,
- * order tp-cp-dp-pp, overlaps on, schedule 1f1b (none when pp == 1). */
+ * order tp-cp-dp-pp, overlaps off, schedule 1f1b (none when pp == 1). */
 void plan_defaults(struct plan *p);
 
 /* Sets one key from text: plan_set(p, "tp", "8"). Booleans take 1/0/true/false/on/off.
