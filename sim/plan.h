@@ -101,6 +101,11 @@ int plan_get(const struct plan *p, const char *key, char *out, size_t n);
 void plan_write_json(const struct plan *p, FILE *f);
 /* The same into a malloc'd string. */
 char *plan_to_json(const struct plan *p);
+/* The plan as the flags `scaleplan sim` takes ("--model llama-3-70b --gpu h100-sxm --gpus 512
+ * --dp 64 ... --overlap-grad-reduce 1"): every key that differs from plan_defaults, and always
+ * model, gpu, gpus, the degrees, mbs, gbs and seq. Model and gpu names are written as they
+ * are (a path with spaces needs quoting by the caller). malloc'd; NULL when out of memory. */
+char *plan_to_flags(const struct plan *p);
 
 /* Derives unset values (dp, gpus, gbs, schedule none for pp 1, stage split) using the model
  * and cluster. Fails with a message when the degrees cannot be resolved (gpus not divisible). */
