@@ -74,7 +74,8 @@ static void print_event(const struct plan *p, const struct estimate *e, const st
 	printf("plan: %s on %d x %s — dp %d tp %d pp %d cp %d ep %d, zero %d, recompute %s, mbs %d, gbs %d, seq %d, schedule %s\n",
 	       p->model, p->gpus, p->gpu, p->dp, p->tp, p->pp, p->cp, p->ep, p->zero, recompute_name(p->recompute),
 	       p->mbs, p->gbs, p->seq, schedule_name(s->sched->type));
-	printf("engine: event (%d micro-batches, %d stages, %zu ops)\n", s->sched->m, s->nstages, s->sched->nops);
+	printf("engine: event (%d micro-batches, %d stages, %zu ops); tune and sim without --engine print the\n"
+	       "        analytical estimate, given in brackets\n", s->sched->m, s->nstages, s->sched->nops);
 	if (mt) {
 		printf("op times: %d of %d stages from %s (%ld complete events, %ld not ops); the rest from the cost model\n",
 		       s->stages_measured, s->nstages, mt_path, mt->events, mt->ignored);

@@ -376,13 +376,12 @@ static void summarise(struct engine_result *out)
 		if (er->peak_inflight > out->max_inflight) out->max_inflight = er->peak_inflight;
 		if (er->peak_act_bytes > out->max_act_bytes) out->max_act_bytes = er->peak_act_bytes;
 	}
+	/* the headline is the worst rank's own figure, so it is one of the per-rank values shown
+	 * beside it */
 	for (int r = 0; r < out->nranks; r++) {
 		const struct engine_rank *er = &out->rank[r];
-		/* ZB's cost is the largest span; each rank's idle share of it [ZB §5.3] */
-		double rate = out->cost > 0 ? (out->cost - er->busy) / out->cost : 0;
-		double frac = er->busy > 0 ? (out->cost - er->busy) / er->busy : 0;
-		if (rate > out->bubble_rate) out->bubble_rate = rate;
-		if (frac > out->bubble_fraction) out->bubble_fraction = frac;
+		if (er->bubble_rate > out->bubble_rate) out->bubble_rate = er->bubble_rate;
+		if (er->bubble_fraction > out->bubble_fraction) out->bubble_fraction = er->bubble_fraction;
 	}
 }
 

@@ -71,8 +71,8 @@ struct engine_result {
 	struct engine_rank *rank;   /* nranks entries */
 	double cost;                /* largest span over ranks [ZB §5.3] */
 	double step;                /* last event end: pipeline + exposed DP tail + optimizer */
-	double bubble_rate;         /* max over ranks of (cost - busy)/cost [ZB App. G eq. 3] */
-	double bubble_fraction;     /* max over ranks of (cost - busy)/busy [MEG §2.2.1] */
+	double bubble_rate;         /* max over ranks of their bubble_rate [ZB §5.3] */
+	double bubble_fraction;     /* max over ranks of their bubble_fraction [MEG §2.2.1] */
 	int max_inflight;
 	double max_act_bytes;
 	size_t nops;                /* compute ops simulated */
