@@ -9,14 +9,10 @@
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 {
-	fprintf(f, "plan: %s on %d x %s — dp %d tp %d pp %d cp %d ep %d vpp %d, zero %d, sp %s, recompute %s, mbs %d, gbs %d, seq %d, schedule %s, %s%s\n",
-		p->model, p->gpus, p->gpu, p->dp, p->tp, p->pp, p->cp, p->ep, p->vpp, p->zero, p->sp ? "on" : "off",
-		recompute_name(p->recompute), p->mbs, p->gbs, p->seq, schedule_name(p->schedule), precision_name(p->precision),
-		p->flash_attn ? "" : ", unfused attention");
+	char desc[512];
+	plan_describe(p, desc, sizeof(desc));
+	fprintf(f, "plan: %s on %d x %s — %s\n", p->model, p->gpus, p->gpu, desc);
 	if (p->etp > 0 && p->etp != p->tp) fprintf(f, "experts: ep %d x etp %d over the tp*dp*cp ranks of a stage (parallel folding)\n", p->ep, p->etp);
-	fprintf(f, "overlap: grad reduce %s, param gather %s, tp comm %s, p2p %s; order %s\n",
-		p->overlap_grad_reduce ? "on" : "off", p->overlap_param_gather ? "on" : "off",
-		p->overlap_tp_comm ? "on" : "off", p->overlap_p2p ? "on" : "off", p->order);
 	fprintf(f, "engine: analytical estimate (the figures tune reports; --engine event walks the schedule)\n");
 	fprintf(f, "micro-batches per pipeline: %d\n\n", e->m);
 	fprintf(f, "memory per GPU (GiB)   ");

@@ -365,6 +365,18 @@ static void key_value(const struct plan *p, const struct plan_key *k, char *buf,
 	}
 }
 
+void plan_describe(const struct plan *p, char *buf, size_t cap)
+{
+	char rl[32] = "";
+	if (p->recompute == RC_FULL && p->recompute_layers >= 0) snprintf(rl, sizeof(rl), " (%d layers/stage)", p->recompute_layers);
+	snprintf(buf, cap, "dp %d tp %d pp %d cp %d ep %d vpp %d, zero %d, sp %s, recompute %s%s, mbs %d, gbs %d, seq %d, "
+		 "schedule %s, order %s, overlap: grad reduce %s, param gather %s, tp comm %s, tp backward %s, p2p %s; %s%s",
+		 p->dp, p->tp, p->pp, p->cp, p->ep, p->vpp, p->zero, p->sp ? "on" : "off", recompute_name(p->recompute), rl,
+		 p->mbs, p->gbs, p->seq, schedule_name(p->schedule), p->order, p->overlap_grad_reduce ? "on" : "off",
+		 p->overlap_param_gather ? "on" : "off", p->overlap_tp_comm ? "on" : "off", p->overlap_tp_bwd ? "on" : "off",
+		 p->overlap_p2p ? "on" : "off", precision_name(p->precision), p->flash_attn ? "" : ", unfused attention");
+}
+
 char *plan_to_flags(const struct plan *p)
 {
 	static const char *const always[] = {"model", "gpu", "gpus", "dp", "tp", "pp", "mbs", "gbs", "seq"};

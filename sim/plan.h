@@ -106,6 +106,9 @@ char *plan_to_json(const struct plan *p);
  * model, gpu, gpus, the degrees, mbs, gbs and seq. Model and gpu names are written as they
  * are (a path with spaces needs quoting by the caller). malloc'd; NULL when out of memory. */
 char *plan_to_flags(const struct plan *p);
+/* The whole plan in one line for people: every degree, ZeRO, SP, recompute, batch, schedule,
+ * rank order, overlap switches and precision. */
+void plan_describe(const struct plan *p, char *buf, size_t cap);
 
 /* Derives unset values (dp, gpus, gbs, schedule none for pp 1, stage split) using the model
  * and cluster. Fails with a message when the degrees cannot be resolved (gpus not divisible). */
