@@ -152,8 +152,8 @@ static void print_finalists(const struct store_finalist *f, int n, const struct 
 		struct plan p;
 		char ov[8];
 		finalist_plan(&f[i], &p);
-		snprintf(ov, sizeof(ov), "%s%s%s%s", p.overlap_grad_reduce ? "R" : "", p.overlap_param_gather ? "G" : "",
-			 p.overlap_tp_comm ? "T" : "", p.overlap_p2p ? "P" : "");
+		snprintf(ov, sizeof(ov), "%s%s%s%s%s", p.overlap_grad_reduce ? "R" : "", p.overlap_param_gather ? "G" : "",
+			 p.overlap_tp_comm ? "T" : "", p.overlap_tp_bwd && !p.overlap_tp_comm ? "B" : "", p.overlap_p2p ? "P" : "");
 		printf("%6ld %4d  %4d %3d %3d %3d %3d %3d %4d %3s %-9s %4d %-11s %-11s %-7s %10.4g %12.0f %5.1f%% %8.1f%s  %-10s",
 		       f[i].id, f[i].rank, p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.zero, p.sp ? "on" : "off",
 		       recompute_name(p.recompute), p.mbs, schedule_name(p.schedule), p.order, ov[0] ? ov : "-",
@@ -166,7 +166,7 @@ static void print_finalists(const struct store_finalist *f, int n, const struct 
 		else if (x) printf("   %10s %10s %8s  %s", "-", "-", "-", x->status);
 		printf("\n");
 	}
-	printf("(overlap: R gradient reduction, G parameter gather, T TP collectives, P pipeline sends)\n");
+	printf("(overlap: R gradient reduction, G parameter gather, T TP collectives, B TP backward, P pipeline sends)\n");
 }
 
 static int db_show(struct store *s, long id, int json)

@@ -56,11 +56,13 @@ static void try_plan(const struct model *m, const struct hw *h, struct plan *p, 
 	for (int g = 0; g <= dpcp; g++)
 		for (int a = 0; a <= (dpcp && p->zero >= 1); a++)
 			for (int t = 0; t <= (p->tp > 1 && p->sp); t++)
+			for (int tb = 0; tb <= (p->tp > 1 && !t); tb++)
 				for (int q = 0; q <= (p->schedule == SCHED_INTERLEAVED || p->schedule == SCHED_1F1B ||
 						      p->schedule == SCHED_AFAB); q++) {
 					p->overlap_grad_reduce = g;
 					p->overlap_param_gather = a;
 					p->overlap_tp_comm = t;
+					p->overlap_tp_bwd = tb;
 					p->overlap_p2p = q;
 					try_one(m, h, p, b);
 				}
@@ -173,7 +175,7 @@ static int all_on(const struct search_cand *k)
 	int dpcp = k->dp * k->cp > 1;
 	int p2p = k->schedule == SCHED_INTERLEAVED || k->schedule == SCHED_1F1B || k->schedule == SCHED_AFAB;
 	return (dpcp ? OV_GRAD : 0) | (dpcp && k->zero >= 1 ? OV_PARAM : 0) | (k->tp > 1 && k->sp ? OV_TP : 0) |
-	       (p2p ? OV_P2P : 0);
+	       (k->tp > 1 && !k->sp ? OV_TPBWD : 0) | (p2p ? OV_P2P : 0);
 }
 
 /* Does a lighter recompute mode of the same plan fit (none for every mode; selective or half
@@ -354,6 +356,7 @@ static int cand_to_plan(const struct search_req *rq, const struct search_cand *k
 	p->overlap_param_gather = !!(k->overlap & OV_PARAM);
 	p->overlap_tp_comm = !!(k->overlap & OV_TP);
 	p->overlap_p2p = !!(k->overlap & OV_P2P);
+	p->overlap_tp_bwd = !!(k->overlap & OV_TPBWD);
 	if (plan_set(p, "schedule", schedule_name((enum schedule)k->schedule), err) ||
 	    plan_set(p, "order", orders[k->order], err) ||
 	    plan_set(p, "recompute", recompute_name((enum recompute)k->recompute), err))

@@ -115,6 +115,7 @@ static int build_plan(const struct search_req *rq, const struct search_cand *k, 
 	p->overlap_param_gather = !!(k->overlap & OV_PARAM);
 	p->overlap_tp_comm = !!(k->overlap & OV_TP);
 	p->overlap_p2p = !!(k->overlap & OV_P2P);
+	p->overlap_tp_bwd = !!(k->overlap & OV_TPBWD);
 	p->nstage_layers = 0;
 	if (k->stage_layers && k->nstage_layers > 0 && k->nstage_layers <= PLAN_MAX_STAGES) {
 		memcpy(p->stage_layers, k->stage_layers, sizeof(int) * (size_t)k->nstage_layers);
@@ -205,16 +206,20 @@ static int rc_option(const struct search_fix *fx, int i, int stage_layers, int *
 /* The overlap switches that change candidate k's estimate (search.h): *free_mask those the
  * search chooses, *on the value of each pinned or chosen-on switch. TP overlap is a choice
  * only with SP (every framework that overlaps TP collectives needs the sequence-parallel
- * layout); a switch pinned on stays on wherever it applies. */
-static void overlap_options(const struct search_fix *fx, const struct search_cand *k, int *free_mask, int *on)
+ * layout); the TP backward alone matters only when TP overlap is off. A switch pinned on stays
+ * on wherever it applies. */
+static void overlap_options(const struct search_req *rq, const struct search_cand *k, int *free_mask, int *on)
 {
+	const struct search_fix *fx = &rq->fix;
 	int blocking_p2p = k->schedule == SCHED_AFAB || k->schedule == SCHED_1F1B || k->schedule == SCHED_INTERLEAVED;
 	int applies = (k->dp * k->cp > 1 ? OV_GRAD : 0) | (k->zero >= 1 && k->dp * k->cp > 1 ? OV_PARAM : 0) |
-		      (k->tp > 1 ? OV_TP : 0) | (blocking_p2p ? OV_P2P : 0);
+		      (k->tp > 1 ? OV_TP | OV_TPBWD : 0) | (blocking_p2p ? OV_P2P : 0);
 	*free_mask = *on = 0;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < OV_COUNT; i++) {
 		int bit = 1 << i;
 		if (!(applies & bit)) continue;
+		/* moot under TP overlap; the exhaustive search prices it there too (the same plan) */
+		if (bit == OV_TPBWD && (*on & OV_TP) && !(rq->exhaustive && (*free_mask & OV_TP))) continue;
 		if (fx->overlap[i] >= 0) { if (fx->overlap[i]) *on |= bit; continue; }
 		if (bit == OV_TP && !k->sp) continue;
 		*free_mask |= bit;
@@ -230,7 +235,7 @@ static int price_overlaps(struct ctx *c, struct search_cand *k)
 {
 	struct search_result *r = c->res;
 	int free_mask, on;
-	overlap_options(&c->rq->fix, k, &free_mask, &on);
+	overlap_options(c->rq, k, &free_mask, &on);
 	int nfree = __builtin_popcount((unsigned)free_mask);
 	long variants = 1L << nfree;
 	r->enumerated += variants;
@@ -254,7 +259,7 @@ static int price_overlaps(struct ctx *c, struct search_cand *k)
 static void reject_all(struct ctx *c, const struct search_cand *k, int reason)
 {
 	int free_mask, on;
-	overlap_options(&c->rq->fix, k, &free_mask, &on);
+	overlap_options(c->rq, k, &free_mask, &on);
 	long variants = 1L << __builtin_popcount((unsigned)free_mask);
 	c->res->enumerated += variants;
 	c->res->rejected[reason] += variants;

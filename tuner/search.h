@@ -5,7 +5,8 @@
  * v <= 8 on an uneven split where none does, e.g. 61 layers), rank orders tp-cp-dp-pp,
  * tp-cp-pp-dp (pp > 1) and tp-dp-cp-pp (cp > 1), all keeping TP innermost, and the overlap
  * switches that apply to the plan (gradient reduction with dp·cp > 1, parameter gathers with
- * ZeRO >= 1, TP communication with SP, pipeline sends of the interleaved schedule) — prices
+ * ZeRO >= 1, TP communication with SP or the TP backward alone, pipeline sends of the AFAB,
+ * 1F1B and interleaved schedules) — prices
  * each with the analytical estimator, and ranks them. Every figure the tuner reports is the
  * analytical estimate's (the model `make validate` scores), so `scaleplan sim` of a plan gives
  * the same number. Every candidate not priced is counted under a reason.
@@ -84,8 +85,11 @@ enum reject_reason {
 	REJ_COUNT
 };
 
-/* Overlap switches of a candidate (search_cand.overlap), as the plan keys overlap_*. */
-enum { OV_GRAD = 1, OV_PARAM = 2, OV_TP = 4, OV_P2P = 8 };
+/* Overlap switches of a candidate (search_cand.overlap), as the plan keys overlap_*: gradient
+ * reduction, parameter gathers, TP collectives (both directions, needs SP), pipeline sends,
+ * and TP backward collectives alone (Megatron's asynchronous all-reduce; moot with OV_TP). */
+enum { OV_GRAD = 1, OV_PARAM = 2, OV_TP = 4, OV_P2P = 8, OV_TPBWD = 16 };
+#define OV_COUNT 5
 #define SEARCH_ORDERS 3
 
 /* The tuner's accuracy, from `make validate`: the analytical model's throughput MAPE on the
@@ -97,7 +101,7 @@ enum { OV_GRAD = 1, OV_PARAM = 2, OV_TP = 4, OV_P2P = 8 };
 /* Pinned values (--fix k=v); -1 leaves the dimension free. */
 struct search_fix {
 	int dp, tp, pp, cp, ep, vpp, zero, sp, recompute, recompute_layers, mbs, schedule, order;
-	int overlap[4];            /* OV_GRAD, OV_PARAM, OV_TP, OV_P2P in bit order: 0/1 pinned */
+	int overlap[OV_COUNT];     /* OV_GRAD .. OV_TPBWD in bit order: 0/1 pinned */
 };
 
 struct search_req {

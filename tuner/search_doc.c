@@ -76,7 +76,7 @@ static void table(const struct search_req *rq, const struct search_result *res, 
 	if (html) fputs("</table>\n", f);
 	fputs(html ? "<p>" : "\n", f);
 	put_text(f, "tie = within the model's measured error of #1; order = rank orders that give this same plan; "
-		    "overlap: R gradient reduction, G parameter gather, T TP collectives, P pipeline sends; "
+		    "overlap: R gradient reduction, G parameter gather, T TP collectives, B TP backward, P pipeline sends; "
 		    "GiB = 2^30 B. Every figure is the analytical estimate, as scaleplan sim prints it.", html);
 	fputs(html ? "</p>\n" : "\n", f);
 }
@@ -85,8 +85,8 @@ static void table(const struct search_req *rq, const struct search_result *res, 
 static void inputs(const struct search_req *rq, FILE *f, int html)
 {
 	const struct search_fix *x = &rq->fix;
-	static const char *const ov_keys[4] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
-					       "overlap_p2p"};
+	static const char *const ov_keys[OV_COUNT] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
+						      "overlap_p2p", "overlap_tp_bwd"};
 	struct { const char *k; int v; } pins[] = {{"dp", x->dp}, {"tp", x->tp}, {"pp", x->pp}, {"cp", x->cp},
 		{"ep", x->ep}, {"vpp", x->vpp}, {"zero", x->zero}, {"sp", x->sp}, {"mbs", x->mbs},
 		{"recompute_layers", x->recompute_layers}};
@@ -106,7 +106,7 @@ static void inputs(const struct search_req *rq, FILE *f, int html)
 	int any = 0;
 	for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
 		if (pins[i].v >= 0) { fprintf(f, " %s=%d", pins[i].k, pins[i].v); any = 1; }
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < OV_COUNT; i++)
 		if (x->overlap[i] >= 0) { fprintf(f, " %s=%d", ov_keys[i], x->overlap[i]); any = 1; }
 	if (x->recompute >= 0) { fprintf(f, " recompute=%s", recompute_name((enum recompute)x->recompute)); any = 1; }
 	if (x->schedule >= 0) { fprintf(f, " schedule=%s", schedule_name((enum schedule)x->schedule)); any = 1; }

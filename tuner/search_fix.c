@@ -23,8 +23,8 @@ static const char *const reason_names[REJ_COUNT] = {
 	"rank-order twin (the same estimate as an order listed with it)"};
 static const char *const order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 static const char *const objective_names[] = {"throughput", "cost", "time"};
-static const char *const overlap_keys[4] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
-					    "overlap_p2p"};
+static const char *const overlap_keys[OV_COUNT] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
+						   "overlap_p2p", "overlap_tp_bwd"};
 
 const char *search_reason_name(enum reject_reason r) { return r < REJ_COUNT ? reason_names[r] : "?"; }
 const char *search_order_name(int order) { return order >= 0 && order < SEARCH_ORDERS ? order_names[order] : "?"; }
@@ -47,7 +47,7 @@ void search_fix_init(struct search_fix *f)
 {
 	f->dp = f->tp = f->pp = f->cp = f->ep = f->vpp = f->zero = f->sp = -1;
 	f->recompute = f->recompute_layers = f->mbs = f->schedule = f->order = -1;
-	for (int i = 0; i < 4; i++) f->overlap[i] = -1;
+	for (int i = 0; i < OV_COUNT; i++) f->overlap[i] = -1;
 }
 
 int search_fix_parse(struct search_req *rq, const char *kv, char *err)
@@ -74,7 +74,8 @@ int search_fix_parse(struct search_req *rq, const char *kv, char *err)
 		{"overlap_grad_reduce", &f->overlap[0], probe.overlap_grad_reduce},
 		{"overlap_param_gather", &f->overlap[1], probe.overlap_param_gather},
 		{"overlap_tp_comm", &f->overlap[2], probe.overlap_tp_comm},
-		{"overlap_p2p", &f->overlap[3], probe.overlap_p2p}};
+		{"overlap_p2p", &f->overlap[3], probe.overlap_p2p},
+		{"overlap_tp_bwd", &f->overlap[4], probe.overlap_tp_bwd}};
 	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
 		if (!strcmp(key, dims[i].k)) { *dims[i].dst = dims[i].val; return 0; }
 	if (!strcmp(key, "order")) {
@@ -147,12 +148,12 @@ int search_fix_check(const struct search_req *rq, char *err)
 		return errf(err, "--fix order=%s: needs pp > 1, and pp is pinned to 1", order_names[1]);
 	if (f->order == 2 && f->cp == 1)
 		return errf(err, "--fix order=%s: needs cp > 1, and cp is pinned to 1", order_names[2]);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < OV_COUNT; i++)
 		if (f->overlap[i] == 1 && ((i == 3 && f->schedule >= 0 && f->schedule != SCHED_INTERLEAVED &&
 					    f->schedule != SCHED_1F1B && f->schedule != SCHED_AFAB) ||
-					   (i == 2 && f->tp == 1) || (i == 1 && f->zero == 0)))
+					   ((i == 2 || i == 4) && f->tp == 1) || (i == 1 && f->zero == 0)))
 			return errf(err, "--fix %s=1: applies only to %s", overlap_keys[i],
-				    i == 3 ? "the AFAB, 1F1B and interleaved schedules" : i == 2 ? "tp > 1" : "ZeRO 1-3");
+				    i == 3 ? "the AFAB, 1F1B and interleaved schedules" : i == 2 || i == 4 ? "tp > 1" : "ZeRO 1-3");
 	return 0;
 }
 

@@ -33,11 +33,12 @@ static void sched_text(const struct search_cand *k, char *buf, size_t cap)
 	else snprintf(buf, cap, "%s", schedule_name((enum schedule)k->schedule));
 }
 
-/* R gradient reduction, G parameter gather, T TP collectives, P pipeline sends; "-" none */
+/* R gradient reduction, G parameter gather, T TP collectives, B TP backward alone, P pipeline
+ * sends; "-" none */
 static void overlap_text(int ov, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "%s%s%s%s", ov & OV_GRAD ? "R" : "", ov & OV_PARAM ? "G" : "", ov & OV_TP ? "T" : "",
-		 ov & OV_P2P ? "P" : "");
+	snprintf(buf, cap, "%s%s%s%s%s", ov & OV_GRAD ? "R" : "", ov & OV_PARAM ? "G" : "", ov & OV_TP ? "T" : "",
+		 ov & OV_TPBWD && !(ov & OV_TP) ? "B" : "", ov & OV_P2P ? "P" : "");
 	if (!buf[0]) snprintf(buf, cap, "-");
 }
 
@@ -278,7 +279,7 @@ void search_print(const struct search_req *rq, const struct search_result *res, 
 	fprintf(f, "\n%s\n", search_engine_note);
 	print_table(rq, res, f);
 	fprintf(f, "(tie = within the model's measured error of #1; order = rank orders that give this same plan;\n"
-		   " overlap: R gradient reduction, G parameter gather, T TP collectives, P pipeline sends;\n"
+		   " overlap: R gradient reduction, G parameter gather, T TP collectives, B TP backward, P pipeline sends;\n"
 		   " headroom = capacity - peak, GiB = 2^30 B; layers per pipeline stage, AxN = N stages of A layers)\n");
 	for (int i = 0; i < res->ntop; i++) {
 		const struct search_cand *k = &res->top[i];
@@ -325,7 +326,8 @@ static cJSON *cand_json(const struct search_req *rq, const struct search_cand *k
 	cJSON_AddBoolToObject(ov, "grad_reduce", k->overlap & OV_GRAD);
 	cJSON_AddBoolToObject(ov, "param_gather", k->overlap & OV_PARAM);
 	cJSON_AddBoolToObject(ov, "tp_comm", k->overlap & OV_TP);
-	cJSON_AddBoolToObject(ov, "p2p_comm", k->overlap & OV_P2P);
+	cJSON_AddBoolToObject(ov, "tp_bwd", k->overlap & OV_TPBWD);
+	cJSON_AddBoolToObject(ov, "p2p", k->overlap & OV_P2P);
 	cJSON_AddNumberToObject(o, "step_time_s", k->step_s);
 	cJSON_AddNumberToObject(o, "tokens_per_s_per_gpu", k->tokens_per_s_per_gpu);
 	cJSON_AddNumberToObject(o, "mfu", k->mfu);
