@@ -231,13 +231,19 @@ static void overlap_options(const struct search_req *rq, const struct search_can
  * free switch on (the others are dominated: turning a switch on never adds time or memory);
  * exhaustive, all of them. Returns what price() returned for the first variant, -2 out of
  * memory. */
-static int price_overlaps(struct ctx *c, struct search_cand *k)
+struct overlaps { int free_mask, on; long variants; };
+
+static void overlaps_of(const struct search_req *rq, const struct search_cand *k, struct overlaps *o)
+{
+	overlap_options(rq, k, &o->free_mask, &o->on);
+	o->variants = 1L << __builtin_popcount((unsigned)o->free_mask);
+}
+
+static int price_overlaps(struct ctx *c, struct search_cand *k, const struct overlaps *ov)
 {
 	struct search_result *r = c->res;
-	int free_mask, on;
-	overlap_options(c->rq, k, &free_mask, &on);
-	int nfree = __builtin_popcount((unsigned)free_mask);
-	long variants = 1L << nfree;
+	int free_mask = ov->free_mask, on = ov->on;
+	long variants = ov->variants;
 	r->enumerated += variants;
 	if (!c->rq->exhaustive) {
 		k->overlap = on;
@@ -255,14 +261,12 @@ static int price_overlaps(struct ctx *c, struct search_cand *k)
 	return first;
 }
 
-/* Counts `n` enumerated plans (every overlap variant of k) under a rejection reason. */
-static void reject_all(struct ctx *c, const struct search_cand *k, int reason)
+/* Counts the enumerated plans of one (micro-batch, recompute) choice, every overlap variant,
+ * under a rejection reason. */
+static void reject_all(struct ctx *c, const struct overlaps *ov, int reason)
 {
-	int free_mask, on;
-	overlap_options(c->rq, k, &free_mask, &on);
-	long variants = 1L << __builtin_popcount((unsigned)free_mask);
-	c->res->enumerated += variants;
-	c->res->rejected[reason] += variants;
+	c->res->enumerated += ov->variants;
+	c->res->rejected[reason] += ov->variants;
 }
 
 /* An upper bound on candidate k's score (-1: none known) from the plans already priced that
@@ -287,6 +291,8 @@ static double score_cap(const struct ctx *c, const struct search_cand *k, int mi
 static int inner(struct ctx *c, struct search_cand *k, int rej, int stage_layers) /* rej -1: none */
 {
 	const struct search_req *rq = c->rq;
+	struct overlaps ov; /* the overlap switches do not depend on the micro-batch or recompute */
+	overlaps_of(rq, k, &ov);
 	int mbs_dead = 0;
 	for (int mbs = 1; mbs <= 8; mbs *= 2) {
 		if (FIXED(rq->fix.mbs, mbs)) continue;
@@ -308,22 +314,22 @@ static int inner(struct ctx *c, struct search_cand *k, int rej, int stage_layers
 			if (!rc_option(&rq->fix, i, stage_layers, &mode, &layers)) continue;
 			k->recompute = mode;
 			k->recompute_layers = layers;
-			if (rej2 >= 0) { reject_all(c, k, rej2); continue; }
-			if (mbs_dead && !rq->exhaustive) { reject_all(c, k, REJ_MEMORY_MBS); continue; }
+			if (rej2 >= 0) { reject_all(c, &ov, rej2); continue; }
+			if (mbs_dead && !rq->exhaustive) { reject_all(c, &ov, REJ_MEMORY_MBS); continue; }
 			/* dominated: none fits -> everything else; selective or half fits -> full */
 			if (!rq->exhaustive && fit_at >= 0 && (fit_at == 0 || i == 3)) {
-				reject_all(c, k, REJ_DOMINATED);
+				reject_all(c, &ov, REJ_DOMINATED);
 				ub[i] = ub[fit_at];
 				continue;
 			}
 			double cap = score_cap(c, k, mi, i);
 			if (!rq->exhaustive && cap >= 0 && cap < show_bar(c, k)) {
-				reject_all(c, k, REJ_BOUND);
+				reject_all(c, &ov, REJ_BOUND);
 				skipped = 1;
 				ub[i] = cap;
 				continue;
 			}
-			int f = price_overlaps(c, k);
+			int f = price_overlaps(c, k, &ov);
 			if (f == -2) return -1;
 			if (f == 1) { any_fit = 1; if (fit_at < 0) fit_at = i; }
 			if (f == 0 || f == 1) ub[i] = k->score;
