@@ -434,7 +434,9 @@ static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 	int no = 0, all_ord[SEARCH_ORDERS], nall_ord = orders_for(k, all_ord);
 	for (int oi = 0; oi < nall_ord; oi++)
 		if (!FIXED(rq->fix.order, all_ord[oi])) ord[no++] = all_ord[oi];
-	order_twins(c, k, ord, no, rep, mask);
+	/* twins only among plans no degree rule rejects (their signatures cost layout walks) */
+	for (int i = 0; i < no; i++) { rep[i] = i; mask[i] = 1 << ord[i]; }
+	if (rej < 0) order_twins(c, k, ord, no, rep, mask);
 	for (int si = 0; si < ns; si++) {
 		if (FIXED(rq->fix.schedule, sched[si]) || FIXED(rq->fix.vpp, vpp[si])) continue;
 		k->schedule = sched[si];
