@@ -386,45 +386,6 @@ static int orders_for(const struct search_cand *k, int *ord)
 	return n;
 }
 
-/* Where rank 0's group of every kind sits under rank order o: the units it touches at every
- * tier of the fabric, as sim/estimate.c's group_span reads them (the plan's node, then each
- * higher tier's unit rounded up to whole nodes). That is all of the layout the estimate reads,
- * so two orders with equal signatures give the same estimate. */
-#define SIG_LEN (GROUP_COUNT * HW_MAX_TIERS)
-static int order_signature(struct ctx *c, const struct search_cand *k, int o, int *sig)
-{
-	char err[ERR_LEN];
-	const struct hw *h = c->rq->h;
-	struct plan *p = &c->scratch;
-	struct layout l;
-	p->tp = k->tp; p->cp = k->cp; p->dp = k->dp; p->pp = k->pp; p->ep = k->ep;
-	p->etp = k->etp > 0 ? k->etp : k->tp;
-	p->gpus_per_node = c->gpn;
-	strcpy(p->order, order_names[o]);
-	if (layout_init(&l, p, err)) return -1;
-	for (int g = 0; g < GROUP_COUNT; g++)
-		for (int t = 0; t < HW_MAX_TIERS; t++) {
-			int u = t == 0 ? c->gpn : t < h->ntiers ? h->tier[t].gpus : 0;
-			if (t > 0 && u > 0 && u % c->gpn) u = (u / c->gpn + 1) * c->gpn;
-			sig[g * HW_MAX_TIERS + t] = u > 0 ? layout_group_units(&l, (enum group_kind)g, u) : 1;
-		}
-	return 0;
-}
-
-/* For each order of ord[0..n): the index in ord[] of the first order with the same signature
- * (itself when none before it), and in mask[] the orders that share its signature. */
-static void order_twins(struct ctx *c, const struct search_cand *k, const int *ord, int n, int *rep, int *mask)
-{
-	int sig[SEARCH_ORDERS][SIG_LEN];
-	for (int i = 0; i < n; i++) {
-		rep[i] = i;
-		mask[i] = 1 << ord[i];
-		if (c->rq->exhaustive || order_signature(c, k, ord[i], sig[i])) continue;
-		for (int j = 0; j < i; j++)
-			if (rep[j] == j && !memcmp(sig[i], sig[j], sizeof(sig[i]))) { rep[i] = j; mask[j] |= 1 << ord[i]; break; }
-	}
-}
-
 /* Everything below the degrees (and ep); rej -1: no rule broken so far. */
 static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 {
@@ -436,7 +397,7 @@ static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 		if (!FIXED(rq->fix.order, all_ord[oi])) ord[no++] = all_ord[oi];
 	/* twins only among plans no degree rule rejects (their signatures cost layout walks) */
 	for (int i = 0; i < no; i++) { rep[i] = i; mask[i] = 1 << ord[i]; }
-	if (rej < 0) order_twins(c, k, ord, no, rep, mask);
+	if (rej < 0 && !rq->exhaustive) search_order_twins(rq, c->gpn, k, ord, no, rep, mask);
 	for (int si = 0; si < ns; si++) {
 		if (FIXED(rq->fix.schedule, sched[si]) || FIXED(rq->fix.vpp, vpp[si])) continue;
 		k->schedule = sched[si];
@@ -522,31 +483,77 @@ static int enumerate_world(struct ctx *c, int gpus, double f0, double f1)
 	return 0;
 }
 
+/* The search's state before the first world: pins, bounds, the model's parameter split. */
+static int ctx_init(struct ctx *c, const struct search_req *rq, struct search_result *res, char *err)
+{
+	memset(c, 0, sizeof(*c));
+	c->rq = rq;
+	c->res = res;
+	c->dominated = -1;
+	c->k = rq->top > 0 ? rq->top : 10;
+	for (int i = 0; i < SEARCH_NSHAPES; i++) c->shape_best[i] = -1;
+	if (!rq->exhaustive && !(c->kbest = malloc(sizeof(double) * (size_t)c->k))) return errf(err, "search: out of memory");
+	c->gpn = rq->base.gpus_per_node > 0 ? rq->base.gpus_per_node : rq->h->gpus_per_node;
+	/* every plan's peak holds the GEMM workspaces (added to the bound in price), and its pool
+	 * loses at least the CUDA context and the world communicator's NCCL buffers */
+	c->cap_bound = rq->h->hbm_bytes - rq->h->context_bytes -
+		       (double)rq->h->nccl_channels * rq->h->nccl_conns * rq->h->nccl_conn_bytes;
+	c->params_dense = embedding_params(rq->m) + head_params(rq->m);
+	for (int l = 0; l < rq->m->layers; l++) {
+		struct layer_params lp;
+		layer_params(rq->m, l, &lp);
+		c->params_dense += lp.total - lp.experts;
+		c->params_expert += lp.experts;
+	}
+	return 0;
+}
+
+/* Nothing fits with the default splits: the closest plan may fit with a split that moves
+ * layers off its fullest stage (and recomputes what the caps need). */
+static int rescue_closest(struct ctx *c)
+{
+	struct search_result *res = c->res;
+	struct search_cand cl = res->closest;
+	cl.stage_layers = NULL;
+	cl.nstage_layers = 0;
+	search_partition_finalist(c->rq, &cl, MILP_EACH_S);
+	if (!cl.fits || !cl.partitioned) return 0;
+	cl.src = -1;
+	if (add_feasible(c, &cl)) { free(cl.stage_layers); return -1; }
+	res->rejected[REJ_MEMORY]--;
+	res->feasible++;
+	res->rescued = 1;
+	return 0;
+}
+
+/* The top K of all[] (ranked, twins merged) become the finalists, each with its best split
+ * (GLPK time: at most MILP_TOTAL_S over all of them). */
+static int take_finalists(const struct search_req *rq, struct search_result *res)
+{
+	search_rank_and_merge(res);
+	int k = rq->top > 0 ? rq->top : 10;
+	if (k > res->nall) k = res->nall;
+	if (!(res->top = malloc(sizeof(*res->top) * (size_t)k))) return -1;
+	memcpy(res->top, res->all, sizeof(*res->top) * (size_t)k);
+	res->ntop = k;
+	for (int i = 0; i < res->nall; i++) { res->all[i].stage_layers = NULL; res->all[i].nstage_layers = 0; }
+	double milp_t0 = now_s();
+	for (int i = 0; i < k; i++) {
+		if (!res->rescued) res->top[i].src = i;
+		double left = MILP_TOTAL_S - (now_s() - milp_t0);
+		search_partition_finalist(rq, &res->top[i], left < MILP_EACH_S ? left : MILP_EACH_S);
+	}
+	qsort(res->top, (size_t)res->ntop, sizeof(*res->top), search_cmp_full);
+	return 0;
+}
+
 int search_run(const struct search_req *rq, struct search_result *res, char *err)
 {
 	memset(res, 0, sizeof(*res));
 	if (rq->gpus < 1 || rq->seq < 1 || rq->gbs < 1)
 		return errf(err, "search: gpus (%d), seq (%d) and gbs (%d) must be positive", rq->gpus, rq->seq, rq->gbs);
 	struct ctx c;
-	memset(&c, 0, sizeof(c));
-	c.rq = rq;
-	c.res = res;
-	c.dominated = -1;
-	c.k = rq->top > 0 ? rq->top : 10;
-	for (int i = 0; i < SEARCH_NSHAPES; i++) c.shape_best[i] = -1;
-	if (!rq->exhaustive && !(c.kbest = malloc(sizeof(double) * (size_t)c.k))) return errf(err, "search: out of memory");
-	c.gpn = rq->base.gpus_per_node > 0 ? rq->base.gpus_per_node : rq->h->gpus_per_node;
-	/* every plan's peak holds the GEMM workspaces (added to the bound in price), and its pool
-	 * loses at least the CUDA context and the world communicator's NCCL buffers */
-	c.cap_bound = rq->h->hbm_bytes - rq->h->context_bytes -
-		      (double)rq->h->nccl_channels * rq->h->nccl_conns * rq->h->nccl_conn_bytes;
-	c.params_dense = embedding_params(rq->m) + head_params(rq->m);
-	for (int l = 0; l < rq->m->layers; l++) {
-		struct layer_params lp;
-		layer_params(rq->m, l, &lp);
-		c.params_dense += lp.total - lp.experts;
-		c.params_expert += lp.experts;
-	}
+	if (ctx_init(&c, rq, res, err)) return -1;
 	double t0 = now_s();
 	/* world sizes: exactly gpus for throughput; gpus, gpus/2, ... down to one node otherwise */
 	int worlds[32], nw = 0;
@@ -557,48 +564,12 @@ int search_run(const struct search_req *rq, struct search_result *res, char *err
 	int fail = 0;
 	for (int i = 0; i < nw && !fail; i++) fail = enumerate_world(&c, worlds[i], (double)i / nw, (double)(i + 1) / nw);
 	free(c.kbest);
+	if (!fail && rq->progress) rq->progress(rq->progress_ctx, res->enumerated, 1.0);
+	if (!fail && !res->nall && res->have_closest && res->closest.pp > 1) fail = rescue_closest(&c);
+	if (!fail && res->nall) fail = take_finalists(rq, res);
 	if (fail) {
 		search_result_free(res);
 		return errf(err, "search: out of memory");
-	}
-	if (rq->progress) rq->progress(rq->progress_ctx, res->enumerated, 1.0);
-	/* nothing fits with the default splits: the closest plan may fit with a split that moves
-	 * layers off its fullest stage (and recomputes what the caps need) */
-	if (!res->nall && res->have_closest && res->closest.pp > 1) {
-		struct search_cand cl = res->closest;
-		cl.stage_layers = NULL;
-		cl.nstage_layers = 0;
-		search_partition_finalist(rq, &cl, MILP_EACH_S);
-		if (cl.fits && cl.partitioned) {
-			cl.src = -1;
-			if (add_feasible(&c, &cl)) {
-				free(cl.stage_layers);
-				search_result_free(res);
-				return errf(err, "search: out of memory");
-			}
-			res->rejected[REJ_MEMORY]--;
-			res->feasible++;
-			res->rescued = 1;
-		}
-	}
-	if (res->nall) search_rank_and_merge(res);
-	int k = rq->top > 0 ? rq->top : 10;
-	if (k > res->nall) k = res->nall;
-	if (res->nall) {
-		if (k < 1) k = 1;
-		res->top = malloc(sizeof(*res->top) * (size_t)k);
-		if (!res->top) { search_result_free(res); return errf(err, "search: out of memory"); }
-		memcpy(res->top, res->all, sizeof(*res->top) * (size_t)k);
-		res->ntop = k;
-		for (int i = 0; i < res->nall; i++) { res->all[i].stage_layers = NULL; res->all[i].nstage_layers = 0; }
-		/* GLPK time: at most MILP_TOTAL_S over all finalists */
-		double milp_t0 = now_s();
-		for (int i = 0; i < k; i++) {
-			if (!res->rescued) res->top[i].src = i;
-			double left = MILP_TOTAL_S - (now_s() - milp_t0);
-			search_partition_finalist(rq, &res->top[i], left < MILP_EACH_S ? left : MILP_EACH_S);
-		}
-		qsort(res->top, (size_t)res->ntop, sizeof(*res->top), search_cmp_full);
 	}
 	res->seconds = now_s() - t0;
 	res->plans_per_s = res->seconds > 0 ? res->enumerated / res->seconds : 0;

@@ -23,10 +23,11 @@
  * communication group on the same number of nodes give the same estimate: the first is priced
  * and lists the others ("twins"). Plans that price identically except for their rank order
  * are merged the same way after pricing; (5) all-forward-all-backward has 1F1B's time and at
- * least its memory [MEG §2.2.1], so it is dominated unless pinned; (6) bound: a recompute mode
- * is never faster than a lighter one, so once a lighter one priced (and did not fit) below
- * the K-th best plan found so far and below the best found so far of every shape the heavier
- * plan has (search_shapes), the heavier one cannot be shown and is not priced.
+ * least its memory [MEG §2.2.1], so it is dominated unless pinned; (6) bound: a plan is never
+ * faster than its sibling with a lighter recompute mode, with SP on, or with ZeRO-1 in place of
+ * ZeRO-2, so once such a sibling priced below the K-th best plan found so far and below the
+ * best found so far of every shape the plan has (search_shapes), the plan cannot be shown and
+ * is not priced.
  *
  * Ownership: search_run fills a caller-owned result whose arrays it allocates;
  * search_result_free releases them. Units: seconds, bytes, tokens.

@@ -19,6 +19,11 @@ static inline double search_score(const struct search_req *rq, const struct sear
 int search_cmp_score(const void *a, const void *b);
 int search_cmp_full(const void *a, const void *b);
 void search_rank_and_merge(struct search_result *res);
+/* For each order of ord[0..n) of candidate k's degrees (gpn GPUs per node): rep[i] the index
+ * in ord[] of the first order whose groups sit on the same units at every fabric tier (itself
+ * when none before it), and mask[] the orders that share it: they give the same estimate. */
+void search_order_twins(const struct search_req *rq, int gpn, const struct search_cand *k, const int *ord, int n,
+			int *rep, int *mask);
 
 /* The shapes "best plan of each other shape" reports (search_rank.c): the search keeps the best
  * score of each so far, and the report prints the best plan of each. */

@@ -1,11 +1,15 @@
 /* search_rank — the order of plans (the objective's score, then less memory, then fewer
- * stages, then every knob, the rank order last), the merging of plans that differ only in
- * their rank order and price the same, and the shapes whose best plan the report shows.
+ * stages, then every knob, the rank order last), rank-order twins (found before pricing from
+ * where each order puts the groups, and merged after pricing when they still price the same),
+ * and the shapes whose best plan the report shows.
  * Enumeration: search.c. */
 #include <stdlib.h>
 #include <string.h>
 #include "tuner/search.h"
 #include "tuner/search_impl.h"
+#include "sim/hw.h"
+#include "sim/layout.h"
+#include "sim/util.h"
 
 static int no_pp(const struct search_cand *k) { return k->pp == 1; }
 static int no_tp(const struct search_cand *k) { return k->tp == 1; }
@@ -71,3 +75,42 @@ void search_rank_and_merge(struct search_result *res)
 	res->nall = n;
 }
 
+/* Where rank 0's group of every kind sits under rank order o: the units it touches at every
+ * tier of the fabric, as sim/estimate.c's group_span reads them (the plan's node, then each
+ * higher tier's unit rounded up to whole nodes). That is all of the layout the estimate reads,
+ * so two orders with equal signatures give the same estimate. */
+#define SIG_LEN (GROUP_COUNT * HW_MAX_TIERS)
+static int order_signature(const struct search_req *rq, int gpn, const struct search_cand *k, int o, int *sig)
+{
+	char err[ERR_LEN];
+	const struct hw *h = rq->h;
+	struct plan q = rq->base, *p = &q;
+	struct layout l;
+	p->tp = k->tp; p->cp = k->cp; p->dp = k->dp; p->pp = k->pp; p->ep = k->ep;
+	p->etp = k->etp > 0 ? k->etp : k->tp;
+	p->gpus_per_node = gpn;
+	strcpy(p->order, search_order_name(o));
+	if (layout_init(&l, p, err)) return -1;
+	for (int g = 0; g < GROUP_COUNT; g++)
+		for (int t = 0; t < HW_MAX_TIERS; t++) {
+			int u = t == 0 ? gpn : t < h->ntiers ? h->tier[t].gpus : 0;
+			if (t > 0 && u > 0 && u % gpn) u = (u / gpn + 1) * gpn;
+			sig[g * HW_MAX_TIERS + t] = u > 0 ? layout_group_units(&l, (enum group_kind)g, u) : 1;
+		}
+	return 0;
+}
+
+/* For each order of ord[0..n): the index in ord[] of the first order with the same signature
+ * (itself when none before it), and in mask[] the orders that share its signature. */
+void search_order_twins(const struct search_req *rq, int gpn, const struct search_cand *k, const int *ord, int n,
+			int *rep, int *mask)
+{
+	int sig[SEARCH_ORDERS][SIG_LEN];
+	for (int i = 0; i < n; i++) {
+		rep[i] = i;
+		mask[i] = 1 << ord[i];
+		if (order_signature(rq, gpn, k, ord[i], sig[i])) continue;
+		for (int j = 0; j < i; j++)
+			if (rep[j] == j && !memcmp(sig[i], sig[j], sizeof(sig[i]))) { rep[i] = j; mask[j] |= 1 << ord[i]; break; }
+	}
+}
