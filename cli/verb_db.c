@@ -8,16 +8,25 @@
 #include "cli/cli.h"
 #include "cli/db_bench.h"
 #include "sim/util.h"
+#include "sim/estimate.h"
+#include "sim/hw.h"
+#include "sim/model.h"
 #include "tuner/store.h"
 
 static void db_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: scaleplan db [--db PATH] list [--json]\n"
+		"usage: scaleplan db [--db PATH] list [--runs] [--json]\n"
+		"       scaleplan db [--db PATH] runs [--json]\n"
 		"       scaleplan db [--db PATH] show ID [--json]\n"
 		"       scaleplan db [--db PATH] diff ID1 ID2\n"
 		"       scaleplan db [--db PATH] export [--json | --csv | --tsv]\n\n"
-		"  list            one line per recorded tune (--json: an array, one object per tune)\n"
+		"  list            one line per recorded tune (--json: an array, one object per tune);\n"
+		"                  --runs: the runs instead, as `db runs`\n"
+		"  runs            every run recorded by `scaleplan run --db`: what it measured (mean step\n"
+		"                  time and tokens/s without the first step, peak memory, final loss)\n"
+		"                  beside the prediction it was made for (its finalist's, or the\n"
+		"                  analytical estimate of its plan on the plan's GPU)\n"
 		"  show ID         a tune's request, counts, rejections and finalists (with finalist ids\n"
 		"                  for `scaleplan export --id`), and what the benchmarked ones measured\n"
 		"                  beside what was predicted (--json: measured_step_time_s,\n"
@@ -135,17 +144,21 @@ static int db_list(struct store *s, int json)
 
 static void print_finalists(const struct store_finalist *f, int n, const struct store_bench *b, int nb)
 {
-	printf("%6s %4s  %4s %3s %3s %3s %3s %3s %4s %3s %-9s %4s %-11s %10s %12s %6s %9s%s\n", "fin.id",
-	       "rank", "dp", "tp", "pp", "cp", "ep", "vpp", "zero", "sp", "recompute", "mbs", "schedule",
-	       "step (s)", "tokens/s/GPU", "MFU", "peak GiB", nb ? "   measured s  tok/s/GPU    error  bench" : "");
+	printf("%6s %4s  %4s %3s %3s %3s %3s %3s %4s %3s %-9s %4s %-11s %-11s %-7s %10s %12s %6s %9s  %-10s%s\n", "fin.id",
+	       "rank", "dp", "tp", "pp", "cp", "ep", "vpp", "zero", "sp", "recompute", "mbs", "schedule", "order",
+	       "overlap", "step (s)", "tokens/s/GPU", "MFU", "peak GiB", "engine",
+	       nb ? "   measured s  tok/s/GPU    error  bench" : "");
 	for (int i = 0; i < n; i++) {
 		struct plan p;
+		char ov[8];
 		finalist_plan(&f[i], &p);
-		printf("%6ld %4d  %4d %3d %3d %3d %3d %3d %4d %3s %-9s %4d %-11s %10.4g %12.0f %5.1f%% %8.1f%s",
+		snprintf(ov, sizeof(ov), "%s%s%s%s%s", p.overlap_grad_reduce ? "R" : "", p.overlap_param_gather ? "G" : "",
+			 p.overlap_tp_comm ? "T" : "", p.overlap_tp_bwd && !p.overlap_tp_comm ? "B" : "", p.overlap_p2p ? "P" : "");
+		printf("%6ld %4d  %4d %3d %3d %3d %3d %3d %4d %3s %-9s %4d %-11s %-11s %-7s %10.4g %12.0f %5.1f%% %8.1f%s  %-10s",
 		       f[i].id, f[i].rank, p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.zero, p.sp ? "on" : "off",
-		       recompute_name(p.recompute), p.mbs, schedule_name(p.schedule), f[i].step_time_s,
-		       f[i].tokens_per_s_per_gpu, 100 * f[i].mfu, f[i].peak_mem_bytes / (1 << 30),
-		       f[i].fits ? "" : " (does not fit)");
+		       recompute_name(p.recompute), p.mbs, schedule_name(p.schedule), p.order, ov[0] ? ov : "-",
+		       f[i].step_time_s, f[i].tokens_per_s_per_gpu, 100 * f[i].mfu, f[i].peak_mem_bytes / (1 << 30),
+		       f[i].fits ? "" : " (does not fit)", f[i].refined ? "event" : "analytical");
 		const struct store_bench *x = db_bench_of(b, nb, f[i].id);
 		if (x && !strcmp(x->status, "ok"))
 			printf("   %10.4g %10.0f %+7.1f%%  ok", x->step_time_s, x->tokens_per_s_per_gpu,
@@ -153,6 +166,7 @@ static void print_finalists(const struct store_finalist *f, int n, const struct 
 		else if (x) printf("   %10s %10s %8s  %s", "-", "-", "-", x->status);
 		printf("\n");
 	}
+	printf("(overlap: R gradient reduction, G parameter gather, T TP collectives, B TP backward, P pipeline sends)\n");
 }
 
 static int db_show(struct store *s, long id, int json)
@@ -339,6 +353,88 @@ static int db_export(struct store *s, int csv)
 	return csv ? EXIT_OK : print_json(arr);
 }
 
+/* A run's prediction: its finalist's, or the estimate of its plan (0 when it does not price). */
+static void run_prediction(const struct store_run *r, double *step_s, double *tps, double *peak, const char **src)
+{
+	char err[ERR_LEN];
+	struct plan p;
+	struct model m;
+	struct hw h;
+	struct estimate e;
+	*step_s = r->predicted_step_s;
+	*tps = 0;
+	*peak = r->predicted_peak_mem_bytes;
+	*src = "finalist";
+	plan_defaults(&p);
+	int ok = !plan_from_json(r->plan_json, &p, err) && !model_load(p.model, &m, err) && !hw_load(p.gpu, &h, err) &&
+		 !plan_resolve(&p, &m, &h, err) && !plan_validate(&p, &m, &h, err);
+	if (r->finalist_id > 0) {
+		if (ok) *tps = r->predicted_tokens_per_s_per_gpu * p.gpus;
+		return;
+	}
+	*src = "estimate";
+	*step_s = *peak = 0;
+	if (!ok || estimate_plan(&m, &h, &p, &e, err)) { *src = "-"; return; }
+	*step_s = e.step_time_s;
+	*tps = e.tokens_per_s;
+	*peak = e.peak_mem_bytes;
+}
+
+static int db_runs(struct store *s, int json)
+{
+	char err[ERR_LEN], when[32];
+	struct store_run *r;
+	int n;
+	if (store_list_runs(s, &r, &n, err)) { cli_error("db", "%s", err); return EXIT_RUNTIME; }
+	cJSON *arr = json ? cJSON_CreateArray() : NULL;
+	if (!json) {
+		printf("%4s %-20s %-8s %5s %5s  %-34s %10s %10s %10s %10s %10s  %s\n", "run", "started (UTC)", "status",
+		       "tune", "fin.", "plan", "steps", "step (s)", "tokens/s", "peak GiB", "loss", "predicted: step (s), tokens/s, peak GiB");
+	}
+	for (int i = 0; i < n; i++) {
+		double ps, pt, pk;
+		const char *src;
+		struct plan p;
+		char desc[128];
+		run_prediction(&r[i], &ps, &pt, &pk, &src);
+		plan_defaults(&p);
+		if (plan_from_json(r[i].plan_json, &p, err)) plan_defaults(&p);
+		fmt_time(r[i].started_s, when, sizeof(when));
+		if (json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "run_id", (double)r[i].id);
+			cJSON_AddStringToObject(o, "started", when);
+			cJSON_AddStringToObject(o, "status", r[i].status);
+			cJSON_AddStringToObject(o, "host", r[i].host);
+			cJSON_AddNumberToObject(o, "tune_id", (double)r[i].tune_id);
+			cJSON_AddNumberToObject(o, "finalist_id", (double)r[i].finalist_id);
+			cJSON *pl = cJSON_Parse(r[i].plan_json);
+			cJSON_AddItemToObject(o, "plan", pl ? pl : cJSON_CreateNull());
+			cJSON *me = cJSON_AddObjectToObject(o, "measured");
+			cJSON_AddNumberToObject(me, "steps", r[i].steps);
+			cJSON_AddNumberToObject(me, "mean_step_time_s", r[i].mean_step_s);
+			cJSON_AddNumberToObject(me, "tokens_per_s", r[i].mean_tokens_per_s);
+			cJSON_AddNumberToObject(me, "peak_mem_bytes", r[i].peak_mem_bytes);
+			cJSON_AddNumberToObject(me, "final_loss", r[i].final_loss);
+			cJSON *pr = cJSON_AddObjectToObject(o, "predicted");
+			cJSON_AddStringToObject(pr, "source", src);
+			cJSON_AddNumberToObject(pr, "step_time_s", ps);
+			cJSON_AddNumberToObject(pr, "tokens_per_s", pt);
+			cJSON_AddNumberToObject(pr, "peak_mem_bytes", pk);
+			cJSON_AddItemToArray(arr, o);
+			continue;
+		}
+		snprintf(desc, sizeof(desc), "%.20s dp%d tp%d pp%d cp%d ep%d z%d", p.model, p.dp, p.tp, p.pp, p.cp, p.ep, p.zero);
+		printf("%4ld %-20s %-8s %5ld %5ld  %-34.34s %10d %10.4f %10.0f %10.3f %10.4f  ", r[i].id, when, r[i].status,
+		       r[i].tune_id, r[i].finalist_id, desc, r[i].steps, r[i].mean_step_s, r[i].mean_tokens_per_s,
+		       r[i].peak_mem_bytes / (1 << 30), r[i].final_loss);
+		if (strcmp(src, "-")) printf("%.4f, %.0f, %.1f (%s, on %s)\n", ps, pt, pk / (1 << 30), src, p.gpu);
+		else printf("-\n");
+	}
+	store_free_runs(r, n);
+	return json ? print_json(arr) : EXIT_OK;
+}
+
 static int parse_id(const char *s, long *id)
 {
 	char err[ERR_LEN];
@@ -352,13 +448,14 @@ static int parse_id(const char *s, long *id)
 int cmd_db(int argc, char **argv)
 {
 	const char *path = STORE_DEFAULT_PATH, *sub = NULL, *pos[2] = {NULL, NULL};
-	int json = 0, csv = 0, tsv = 0, npos = 0;
+	int json = 0, csv = 0, tsv = 0, npos = 0, runs = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) { db_usage(stdout); return EXIT_OK; }
 		else if (!strcmp(a, "--json")) json = 1;
 		else if (!strcmp(a, "--csv")) csv = 1;
 		else if (!strcmp(a, "--tsv")) tsv = 1;
+		else if (!strcmp(a, "--runs")) runs = 1;
 		else if (!strcmp(a, "--db")) {
 			if (++i >= argc) { cli_error("db", "--db: missing path"); return EXIT_BADINPUT; }
 			path = argv[i];
@@ -370,10 +467,12 @@ int cmd_db(int argc, char **argv)
 	}
 	if (!sub) { db_usage(stderr); return EXIT_BADINPUT; }
 	int want = !strcmp(sub, "show") ? 1 : !strcmp(sub, "diff") ? 2 : 0;
-	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "diff") && strcmp(sub, "export")) {
-		cli_error("db", "unknown subcommand '%s' (list, show, diff, export)", sub);
+	if (strcmp(sub, "list") && strcmp(sub, "show") && strcmp(sub, "diff") && strcmp(sub, "export") &&
+	    strcmp(sub, "runs")) {
+		cli_error("db", "unknown subcommand '%s' (list, runs, show, diff, export)", sub);
 		return EXIT_BADINPUT;
 	}
+	if (runs && strcmp(sub, "list")) { cli_error("db", "--runs goes with list"); return EXIT_BADINPUT; }
 	if (npos != want) {
 		cli_error("db", "%s takes %d id argument%s", sub, want, want == 1 ? "" : "s");
 		return EXIT_BADINPUT;
@@ -387,7 +486,8 @@ int cmd_db(int argc, char **argv)
 	struct store *s;
 	if (store_open(path, 0, &s, err)) { cli_error("db", "%s", err); return EXIT_RUNTIME; }
 	int rc;
-	if (!strcmp(sub, "list")) rc = db_list(s, json);
+	if (!strcmp(sub, "runs") || (runs && !strcmp(sub, "list"))) rc = db_runs(s, json);
+	else if (!strcmp(sub, "list")) rc = db_list(s, json);
 	else if (!strcmp(sub, "show")) rc = db_show(s, id1, json);
 	else if (!strcmp(sub, "diff")) rc = db_diff(s, id1, id2);
 	else if (tsv) rc = db_export_tsv(s, stdout);

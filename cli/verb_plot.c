@@ -1,5 +1,7 @@
-/* plot — `scaleplan plot bubble|memory|compare`: charts of plans simulated with the event
- * engine (sim/event.h), drawn by reports/plan_charts.h through gnuplot. */
+/* plot — `scaleplan plot bubble|memory|compare`: charts of plans, drawn by
+ * reports/plan_charts.h through gnuplot. Timelines are the event engine's (sim/event.h); memory
+ * per rank kind, step-time breakdowns and peaks are the analytical estimate's, the figures
+ * `sim` and `tune` print. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +22,12 @@ static void plot_usage(FILE *f)
 		"  bubble    the event engine's timeline of the plan: one row per pipeline rank, boxes for\n"
 		"            F, B, W, fused B+W, communication and optimizer, micro-batch numbers where\n"
 		"            they fit; more than --max-rows (default 32) ranks are evenly sampled\n"
-		"  memory    stacked memory per rank kind against the GPU capacity, and memory over one\n"
-		"            step per pipeline rank (--kind picks one panel; default both)\n"
+		"  memory    stacked memory per rank kind (analytical estimate) against the capacity, and\n"
+		"            memory over one step per pipeline rank (event engine); --kind picks one panel\n"
 		"  compare   step-time breakdown (compute, recompute, exposed communication per dimension,\n"
-		"            bubble, optimizer, overhead) and peak memory of each plan, side by side;\n"
-		"            each --plan FILE starts a new plan, so does --vs\n"
+		"            bubble, optimizer, overhead) and peak memory of each plan against its own\n"
+		"            capacity, side by side (analytical estimate); each --plan FILE starts a new\n"
+		"            plan, so does --vs\n"
 		"  -o FILE   output; .png (pngcairo) or .svg picks the format\n"
 		"  --op-times TRACE  measured op times (Chrome trace from the runtime) replace the\n"
 		"            model's for the stages they cover, as in `sim --op-times`\n\n"
@@ -137,9 +140,11 @@ static int one_plan(struct plot_args *a)
 		rc = chart_memory(&a->plan[0], &e, &s, panels, a->out, err);
 	}
 	if (rc) cli_error("plot", "%s", err);
-	else printf("wrote %s (step %.4f s, bubble fraction %.4f, peak %.2f GiB of %.2f GiB%s)\n", a->out, s.step_s,
-		    s.bubble_fraction, s.peak_mem_bytes / 1073741824.0, s.capacity_bytes / 1073741824.0,
-		    s.fits ? "" : ", does not fit");
+	else if (!strcmp(a->what, "bubble"))
+		printf("wrote %s (event engine: step %.4f s, bubble fraction %.4f)\n", a->out, s.step_s, s.bubble_fraction);
+	else
+		printf("wrote %s (analytical estimate: peak %.2f GiB of %.2f GiB%s)\n", a->out, e.peak_mem_bytes / 1073741824.0,
+		       e.capacity_bytes / 1073741824.0, e.fits ? "" : ", does not fit");
 	event_sim_free(&s);
 	return rc ? EXIT_RUNTIME : EXIT_OK;
 }
@@ -149,7 +154,6 @@ static int compare(struct plot_args *a)
 	char err[ERR_LEN];
 	struct plot_cmp_plan *cp = calloc((size_t)a->nplans, sizeof(*cp));
 	if (!cp) { cli_error("plot", "out of memory"); return EXIT_RUNTIME; }
-	double cap = 0;
 	int rc = EXIT_OK;
 	for (int i = 0; i < a->nplans && !rc; i++) {
 		struct model m;
@@ -160,12 +164,12 @@ static int compare(struct plot_args *a)
 		char desc[96], label[160];
 		plan_short(&a->plan[i], desc, sizeof(desc));
 		snprintf(label, sizeof(label), "%s: %s", a->label[i][0] ? a->label[i] : (char[2]){(char)('A' + i), 0}, desc);
-		chart_cmp_entry(label, &s, &cp[i]);
-		printf("%-60s step %.4f s  peak %.2f GiB\n", label, s.step_s, s.peak_mem_bytes / 1073741824.0);
-		if (s.capacity_bytes > cap) cap = s.capacity_bytes;
+		chart_cmp_entry_est(label, &e, &cp[i]);
+		printf("%-60s step %.4f s  peak %.2f GiB of %.2f GiB\n", label, e.step_time_s, e.peak_mem_bytes / 1073741824.0,
+		       e.capacity_bytes / 1073741824.0);
 		event_sim_free(&s);
 	}
-	if (!rc && chart_compare(cp, a->nplans, cap, "plans compared (event engine)", a->out, err)) {
+	if (!rc && chart_compare(cp, a->nplans, "plans compared (analytical estimate, as sim and tune)", a->out, err)) {
 		cli_error("plot", "%s", err);
 		rc = EXIT_RUNTIME;
 	}

@@ -22,14 +22,15 @@ struct run_opts {
 	const char *data, *db, *trace, *save, *resume, *dump;
 	long finalist;            /* --finalist: the tune finalist this run benchmarks (store link) */
 	double timeout_s;
-	int json;
+	long finalist_id;          /* --id: a stored finalist's plan, recorded with the run */
+	int json, no_db;
 };
 
 static void run_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: mpirun -np N scaleplan run --model M PLAN-FLAGS [--steps K] [--seed S] [--data FILE]\n"
-		"           [--db PATH] [--trace FILE.json] [--json] [--save DIR [--save-every K]]\n"
+		"           [--db PATH | --no-db] [--id N] [--trace FILE.json] [--json] [--save DIR [--save-every K]]\n"
 		"           [--resume DIR] [--dump-weights FILE] [--lr X] [--comm-timeout S]\n"
 		"           [--bucket-params N] [--finalist ID]\n\n"
 		"Trains the model with the plan on the CPU runtime, one MPI rank per GPU of the plan\n"
@@ -60,7 +61,10 @@ static void run_usage(FILE *f)
 		"                     decay 0.1 on matrices only, clipping at global norm 1.0)\n"
 		"  --json             one JSON object per step on stdout: step, loss, grad_norm,\n"
 		"                     step_time_s, tokens_per_s, peak_mem_bytes (largest rank),\n"
-		"                     peak_mem_bytes_per_rank, peak_rss_bytes_per_rank\n"
+		"                     peak_mem_bytes_per_rank, peak_rss_bytes_per_rank; then one\n"
+		"                     {\"summary\": {steps, mean_step_time_s, tokens_per_s (the first step\n"
+		"                     left out when there are more), peak_mem_bytes_per_rank (over the\n"
+		"                     run), final_loss, plan}}\n"
 		"  --trace FILE.json  measured Chrome Trace Event JSON: ph \"X\" events, pid = rank,\n"
 		"                     tid = stream (thread_name metadata; cat repeats it): 0 \"compute\"\n"
 		"                     (F, B, W, BW: args {mb, chunk, stage, layers: count,\n"
@@ -70,9 +74,14 @@ static void run_usage(FILE *f)
 		"                     the step's final wait for the unit reduce-scatters),\n"
 		"                     ts/dur in microseconds since the ranks' common start\n"
 		"  --db PATH          record the run and one measurement row per step (SQLite); --json\n"
-		"                     lines then carry run_id\n"
+		"                     lines then carry run_id; `scaleplan db runs` shows them beside their\n"
+		"                     prediction\n"
+		"  --no-db            record nothing (the default without --db)\n"
 		"  --finalist ID      the tune finalist this run measures (recorded with the run; what\n"
 		"                     `tune --bench-top` passes)\n"
+		"  --id N             run stored finalist N (scaleplan db show TUNE) from the --db store\n"
+		"                     (default scaleplan.db), recorded with it; plan flags given as well\n"
+		"                     override its keys\n"
 		"  --save DIR         write one checkpoint file per rank at the end (and every K steps\n"
 		"                     with --save-every K), atomically\n"
 		"  --resume DIR       continue from DIR's checkpoint (same plan, world size and seed)\n"
@@ -94,9 +103,10 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 {
 	const char *a = argv[*i];
 	if (!strcmp(a, "--json")) { o->json = 1; return 1; }
+	if (!strcmp(a, "--no-db")) { o->no_db = 1; return 1; }
 	static const char *const with_value[] = {"--steps", "--seed", "--data", "--db", "--trace", "--save",
 						 "--save-every", "--resume", "--dump-weights", "--lr",
-						 "--comm-timeout", "--bucket-params", "--finalist"};
+						 "--comm-timeout", "--bucket-params", "--finalist", "--id"};
 	int k = -1;
 	for (int j = 0; j < (int)(sizeof(with_value) / sizeof(with_value[0])); j++)
 		if (!strcmp(a, with_value[j])) k = j;
@@ -124,12 +134,30 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 		break;
 	case 10: if (parse_double(v, "--comm-timeout", 0, 1e6, &o->timeout_s, err)) return -1; break;
 	case 12: if (parse_int(v, "--finalist", 1, 1L << 40, &o->finalist, err)) return -1; break;
+	case 13: if (parse_int(v, "--id", 1, 1L << 40, &o->finalist_id, err)) return -1; break;
 	case 11:
 		if (parse_int(v, "--bucket-params", 1, 0x7fffffffffffL, &n, err)) return -1;
 		o->train.bucket_params = (size_t)n;
 		break;
 	}
 	return 1;
+}
+
+/* The plan of stored finalist id (what `export --id` reads). */
+static int load_finalist(const char *db, long id, struct plan *p, char *err)
+{
+	struct store *s;
+	struct store_finalist fin;
+	if (store_open(db, 0, &s, err)) return -1;
+	int rc = store_get_finalist(s, id, &fin, err);
+	store_close(s);
+	if (rc) return -1;
+	rc = plan_from_json(fin.plan_json, p, err);
+	store_finalist_clear(&fin);
+	if (rc) return errf(err, "finalist %ld: %s", id, err);
+	/* the tuner resolved it for its cluster: let this run's world size decide again */
+	p->gpus = 0;
+	return 0;
 }
 
 /* Every rank parses; returns 0, or -1 with err (printed by the caller on rank 0). */
@@ -143,6 +171,17 @@ static int parse(int argc, char **argv, struct run_opts *o, int *help, char *err
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { *help = 1; return EXIT_OK; }
 		int r = run_flag(argc, argv, &i, o, err);
+		if (r < 0) return -1;
+	}
+	if (o->no_db && o->db) return errf(err, "--db and --no-db exclude each other");
+	if (o->finalist_id && o->no_db) return errf(err, "--id reads the store; it does not go with --no-db");
+	/* a stored finalist's plan first, so that plan flags override its keys */
+	if (o->finalist_id && load_finalist(o->db ? o->db : STORE_DEFAULT_PATH, o->finalist_id, &o->plan, err)) return -1;
+	if (o->finalist_id && !o->db) o->db = STORE_DEFAULT_PATH;
+	if (o->finalist_id) o->finalist = o->finalist_id;
+	for (int i = 1; i < argc; i++) {
+		struct run_opts scratch = *o;
+		int r = run_flag(argc, argv, &i, &scratch, err);
 		if (r == 0) r = cli_plan_flag(argc, argv, &i, &o->plan, err);
 		if (r < 0) return -1;
 		if (r == 0) return errf(err, "unknown option '%s'", argv[i]);
@@ -324,11 +363,16 @@ static int train_loop(struct job *j, char *err)
 	if (!mem) return errf(err, "out of memory");
 	int rc = 0, first = train_steps_done(j->t) + 1, timed = 0;
 	const struct plan *p = &j->o.plan;
-	if (j->x->rank == 0 && !j->o.json)
-		printf("run: %s, %zu parameters, dp %d, zero %d, %d micro-batches of %d x %d tokens per rank, "
-		       "steps %d..%ld\n", j->m.name, train_n_params(j->t), p->dp, p->zero, plan_microbatches(p),
-		       p->mbs, p->seq, first, j->o.steps);
-	double sum_s = 0;
+	if (j->x->rank == 0 && !j->o.json) {
+		char desc[512];
+		plan_describe(p, desc, sizeof(desc));
+		printf("run: %s, %zu parameters, %d ranks, steps %d..%ld, %d micro-batches of %d x %d tokens per pipeline\n"
+		       "plan: %s\n", j->m.name, train_n_params(j->t), j->x->world, first, j->o.steps, plan_microbatches(p),
+		       p->mbs, p->seq, desc);
+	}
+	double sum_s = 0, first_s = 0, last_loss = 0;
+	double *peak_rank = calloc((size_t)world, sizeof(double));
+	if (!peak_rank) { free(mem); return errf(err, "out of memory"); }
 	while (!rc && train_steps_done(j->t) < j->o.steps) {
 		struct train_stats st;
 		double mine[2];
@@ -337,6 +381,9 @@ static int train_loop(struct job *j, char *err)
 		mine[1] = st.rss_bytes_local;
 		if (comm_allgather(j->x->world_comm, mine, mem, 2, COMM_F64, err)) { rc = -1; break; }
 		if (st.step > first) sum_s += st.step_time_s, timed++;   /* the first step warms up */
+		else first_s = st.step_time_s;
+		last_loss = st.loss;
+		for (int r = 0; r < world; r++) if (mem[2 * r] > peak_rank[r]) peak_rank[r] = mem[2 * r];
 		if (j->x->rank == 0) {
 			print_step(&j->o, &st, mem, world, j->run_id);
 			double peak = 0;
@@ -354,9 +401,19 @@ static int train_loop(struct job *j, char *err)
 			}
 		}
 	}
-	if (!rc && timed && j->x->rank == 0 && !j->o.json)
-		printf("run: mean step time over steps %d..%ld: %.4f s, %.0f tokens/s\n", first + 1, j->o.steps,
-		       sum_s / timed, (double)p->gbs * p->seq * timed / sum_s);
+	int steps = train_steps_done(j->t) - first + 1;
+	double mean_s = timed ? sum_s / timed : first_s, tps = mean_s > 0 ? (double)p->gbs * p->seq / mean_s : 0;
+	if (!rc && j->x->rank == 0 && !j->o.json && steps > 0)
+		printf("run: mean step time over steps %d..%ld: %.4f s, %.0f tokens/s\n", timed ? first + 1 : first,
+		       j->o.steps, mean_s, tps);
+	if (!rc && j->x->rank == 0 && j->o.json && steps > 0) {
+		printf("{\"summary\": {\"steps\": %d, \"mean_step_time_s\": %.6g, \"tokens_per_s\": %.6g, "
+		       "\"peak_mem_bytes_per_rank\": [", steps, mean_s, tps);
+		for (int r = 0; r < world; r++) printf("%s%.0f", r ? ", " : "", peak_rank[r]);
+		printf("], \"final_loss\": %.17g, \"plan\": %s}}\n", last_loss, j->plan_json);
+		fflush(stdout);
+	}
+	free(peak_rank);
 	free(mem);
 	return rc;
 }

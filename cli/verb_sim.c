@@ -71,10 +71,11 @@ static void stage_source(unsigned char bits, char *buf, size_t cap)
 static void print_event(const struct plan *p, const struct estimate *e, const struct event_sim *s,
 			const struct op_times *mt, const char *mt_path)
 {
-	printf("plan: %s on %d x %s — dp %d tp %d pp %d cp %d ep %d, zero %d, recompute %s, mbs %d, gbs %d, seq %d, schedule %s\n",
-	       p->model, p->gpus, p->gpu, p->dp, p->tp, p->pp, p->cp, p->ep, p->zero, recompute_name(p->recompute),
-	       p->mbs, p->gbs, p->seq, schedule_name(s->sched->type));
-	printf("engine: event (%d micro-batches, %d stages, %zu ops)\n", s->sched->m, s->nstages, s->sched->nops);
+	char desc[512];
+	plan_describe(p, desc, sizeof(desc));
+	printf("plan: %s on %d x %s — %s\n", p->model, p->gpus, p->gpu, desc);
+	printf("engine: event (%d micro-batches, %d stages, %zu ops); tune and sim without --engine print the\n"
+	       "        analytical estimate, given in brackets\n", s->sched->m, s->nstages, s->sched->nops);
 	if (mt) {
 		printf("op times: %d of %d stages from %s (%ld complete events, %ld not ops); the rest from the cost model\n",
 		       s->stages_measured, s->nstages, mt_path, mt->events, mt->ignored);

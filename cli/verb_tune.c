@@ -18,24 +18,24 @@ static void tune_usage(FILE *f)
 		"usage: scaleplan tune --model M --gpu G --gpus N --seq L (--gbs S | --gbs-tokens T)\n"
 		"                      [--top K] [--objective throughput|cost|time] [--tokens N] [--price P]\n"
 		"                      [--fix k=v ...] [--max-pp N] [--db PATH] [--no-db] [--report DIR]\n"
-		"                      [--no-refine] [--json] [--bench-top K [--bench-steps N]\n"
+		"                      [--json] [--bench-top K [--bench-steps N]\n"
 		"                      [--bench-timeout S] [--launcher mpirun|srun] [--bench-exe PATH]\n"
 		"                      [--bench-print]]\n\n"
 		"  --model M        model profile or config.json          --gpu G    hardware profile\n"
 		"  --gpus N         GPUs in the cluster                   --seq L    tokens per sequence\n"
 		"  --gbs S          global batch in sequences, or --gbs-tokens T in tokens (4M = 4194304)\n"
-		"  --top K          finalists to show, re-time and record (default 10)\n"
+		"  --top K          finalists to show and record (default 10)\n"
 		"  --objective O    throughput: most tokens/s on exactly N GPUs (default);\n"
 		"                   cost: most tokens/s per GPU on N, N/2, ... GPUs (fewest GPU-hours);\n"
 		"                   time: most tokens/s on any of N, N/2, ... GPUs\n"
 		"  --tokens N       training tokens, for the time and cost line (e.g. 15e12)\n"
 		"  --price P        $ per GPU-hour, for the cost line\n"
-		"  --fix k=v        pin a dimension (tp=8, zero=1, schedule=1f1b, mbs=1, ...) or set any\n"
-		"                   other plan key for every candidate (precision=fp8); repeatable\n"
+		"  --fix k=v        pin a dimension (tp=8, zero=1, schedule=1f1b, mbs=1, overlap_grad_reduce=0,\n"
+		"                   ...) or set any other plan key for every candidate (precision=fp8);\n"
+		"                   repeatable\n"
 		"  --max-pp N       largest pipeline degree to consider\n"
 		"  --db PATH        results store (default %s); --no-db records nothing\n"
-		"  --report DIR     write DIR/report.md and DIR/report.html\n"
-		"  --no-refine      rank by the analytical estimate only\n"
+		"  --report DIR     write DIR/report.md and DIR/report.html with PNG and SVG charts\n"
 		"  --json           machine-readable result on stdout\n"
 		"  --bench-top K    then run the K best distinct finalists for real, one `scaleplan run`\n"
 		"                   process each (mpirun -np GPUS, one rank per GPU), recorded in the store\n"
@@ -48,17 +48,35 @@ static void tune_usage(FILE *f)
 		"                   prints the command lines)\n"
 		"  --bench-exe PATH the scaleplan binary the runs use (default: this one)\n"
 		"  --bench-print    print the benchmark command lines and run nothing\n\n"
-		"Exit status: 0 a plan fits, 2 bad input, 3 no plan fits (the closest plan and what would\n"
-		"make it fit are printed), 1 other errors.\n", STORE_DEFAULT_PATH);
+		"Every figure is the analytical estimate, the same `scaleplan sim` prints for the plan. Plans\n"
+		"within the model's measured error of #1 are marked as ties; --bench-top measures them. On a\n"
+		"terminal, a search that takes over a second shows its progress on stderr (not with --json).\n\n"
+		"Exit status: 0 a plan fits, 2 bad input (a pin that breaks a rule, or no valid plan), 3 no\n"
+		"plan fits (the closest plan and the changes that lower its peak are printed), 1 other errors.\n",
+		STORE_DEFAULT_PATH);
 }
 
-static void progress_bar(void *ctx, double frac)
+/* "tune: 1,234,567 plans, 850,000 plans/s, 3 s left" on stderr, redrawn in place, only once the
+ * search has run for a second and at most ten times a second; cleared when done */
+struct progress {
+	double t0, last;
+	int shown;
+};
+
+static void progress_line(void *ctx, long plans, double frac)
 {
-	int *last = ctx, n = (int)(frac * 40);
-	if (n == *last) return;
-	*last = n;
-	fprintf(stderr, "\r[%-40.*s] %3.0f%%", n, "########################################", 100 * frac);
-	if (frac >= 1) fputs("\r\033[K", stderr);
+	struct progress *pg = ctx;
+	double t = now_s(), el = t - pg->t0;
+	if (frac >= 1) {
+		if (pg->shown) fputs("\r\033[K", stderr);
+		return;
+	}
+	if (el < 1 || t - pg->last < 0.1) return;
+	pg->last = t;
+	pg->shown = 1;
+	double left = frac > 0.01 ? el * (1 - frac) / frac : 0;
+	fprintf(stderr, "\r\033[Ktune: %ld plans, %.0f plans/s, %3.0f%%, about %.0f s left", plans, plans / el,
+		100 * frac, left);
 	fflush(stderr);
 }
 
@@ -68,7 +86,7 @@ struct tune_args {
 	int nfix;
 	long gpus, seq, gbs, top, max_pp;
 	double gbs_tokens, tokens, price;
-	int json, no_db, no_refine;
+	int json, no_db;
 	struct tune_bench_args bench;
 };
 
@@ -80,7 +98,6 @@ static int parse_args(int argc, char **argv, struct tune_args *a)
 		if (!strcmp(o, "--help") || !strcmp(o, "-h")) { tune_usage(stdout); return -2; }
 		if (!strcmp(o, "--json")) { a->json = 1; continue; }
 		if (!strcmp(o, "--no-db")) { a->no_db = 1; continue; }
-		if (!strcmp(o, "--no-refine")) { a->no_refine = 1; continue; }
 		if (!strcmp(o, "--bench-print")) { a->bench.print_only = 1; continue; }
 		if (strncmp(o, "--", 2) || i + 1 >= argc) { cli_error("tune", "unknown option or missing value: '%s'", o); return -1; }
 		const char *v = argv[++i];
@@ -156,7 +173,6 @@ static int build_request(const struct tune_args *a, struct search_req *rq, struc
 	}
 	rq->top = a->top ? (int)a->top : 10;
 	rq->max_pp = (int)a->max_pp;
-	rq->refine = !a->no_refine;
 	rq->objective = OBJ_THROUGHPUT;
 	if (a->objective) {
 		if (!strcmp(a->objective, "throughput")) rq->objective = OBJ_THROUGHPUT;
@@ -198,7 +214,8 @@ static char *rejected_json(const struct search_result *res)
 }
 
 /* One transaction: the tune and its finalists (full plan JSON each, for `export --id`). */
-static int record(const struct tune_args *a, const struct search_req *rq, const struct search_result *res, long *id)
+static int record(const struct tune_args *a, const struct search_req *rq, const struct search_result *res,
+		  struct search_out *o)
 {
 	char err[ERR_LEN];
 	struct store *s;
@@ -223,12 +240,15 @@ static int record(const struct tune_args *a, const struct search_req *rq, const 
 		f[i] = (struct store_finalist){.rank = i + 1, .plan_json = plan_to_json(&p), .step_time_s = k->step_s,
 			.tokens_per_s_per_gpu = k->tokens_per_s_per_gpu, .mfu = k->mfu, .peak_mem_bytes = k->peak_bytes,
 			.capacity_bytes = k->capacity_bytes, .fits = k->fits, .bubble_fraction = k->bubble_fraction,
-			.exposed_comm_s = k->exposed_comm_s, .refined = k->refined};
+			.exposed_comm_s = k->exposed_comm_s, .refined = 0};
 	}
 	if (store_open(a->db ? a->db : STORE_DEFAULT_PATH, 1, &s, err)) { cli_error("tune", "%s", err); goto out; }
 	rc = store_add_tune(s, &t, f, res->ntop, err);
 	if (rc) cli_error("tune", "%s", err);
-	else *id = t.id;
+	else {
+		o->tune_id = t.id;
+		o->winner_id = res->ntop ? f[0].id : 0;
+	}
 	store_close(s);
 out:
 	for (int i = 0; f && i < res->ntop; i++) free(f[i].plan_json);
@@ -272,12 +292,19 @@ int cmd_tune(int argc, char **argv)
 	int rc = parse_args(argc, argv, &a);
 	if (rc) return rc == -2 ? EXIT_OK : EXIT_BADINPUT;
 	if ((rc = build_request(&a, &rq, &m, &h))) return rc;
-	int last = -1;
-	if (isatty(2)) { rq.progress = progress_bar; rq.progress_ctx = &last; }
+	if (search_fix_check(&rq, err)) { cli_error("tune", "%s", err); return EXIT_BADINPUT; }
+	struct progress pg = {now_s(), 0, 0};
+	if (isatty(2) && !a.json) { rq.progress = progress_line; rq.progress_ctx = &pg; }
 	if (search_run(&rq, &res, err)) { cli_error("tune", "%s", err); return EXIT_RUNTIME; }
-	struct search_out o = {a.tokens, a.price, 0};
+	if (!res.ntop && !res.have_closest) { /* no plan passes the plan rules: the request is at fault */
+		search_no_valid_plan(&rq, &res, err);
+		cli_error("tune", "%s", err);
+		search_result_free(&res);
+		return EXIT_BADINPUT;
+	}
+	struct search_out o = {a.tokens, a.price, 0, 0};
 	rc = res.ntop ? EXIT_OK : EXIT_INFEASIBLE;
-	if (!a.no_db && record(&a, &rq, &res, &o.tune_id)) rc = EXIT_RUNTIME;
+	if (!a.no_db && record(&a, &rq, &res, &o)) rc = EXIT_RUNTIME;
 	int bench = a.bench.top && o.tune_id && res.ntop;
 	if (a.json && bench) rc = print_json_with_bench(&a, &rq, &res, &o, rc);
 	else if (a.json) search_write_json(&rq, &res, &o, stdout);
@@ -290,7 +317,7 @@ int cmd_tune(int argc, char **argv)
 		cli_error("tune", "%s", err);
 		rc = EXIT_RUNTIME;
 	}
-	if (!res.ntop) cli_error("tune", "no plan fits (closest plan and remedies above)");
+	if (!res.ntop) cli_error("tune", "no plan fits (the closest plan and the changes that lower its peak are above)");
 	search_result_free(&res);
 	return rc;
 }

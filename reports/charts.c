@@ -1,6 +1,7 @@
 /* charts — memory and plan-comparison charts through gnuplot (reports/gnuplot.h): rowstacked
  * histograms for the breakdowns, step lines for memory over time, a dashed line at the GPU
  * capacity. GiB = 2^30 bytes on every axis. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "reports/gnuplot.h"
@@ -131,27 +132,36 @@ done:
 }
 
 /* x labels in the script (where \n breaks a line): a long label splits at its middle space */
-static void write_xtics(FILE *f, const struct plot_cmp_plan *plans, int n)
+/* x labels wrapped at spaces into lines of at most `width` characters; returns the most
+ * lines a label took */
+static int write_xtics(FILE *f, const struct plot_cmp_plan *plans, int n, int width)
 {
+	int most = 1;
 	fputs("set xtics (", f);
 	for (int i = 0; i < n; i++) {
 		const char *l = plans[i].label;
-		size_t len = strlen(l), cut = len;
-		if (len > 24)
-			for (size_t k = 0; k < len; k++)
-				if (l[k] == ' ' && (cut == len || labs((long)k - (long)len / 2) < labs((long)cut - (long)len / 2))) cut = k;
+		int lines = 1, col = 0;
 		fprintf(f, "%s\"", i ? ", " : "");
-		for (size_t k = 0; k < len; k++) {
-			if (k == cut) { fputs("\\n", f); continue; }
-			if (l[k] == '"' || l[k] == '\\') fputc('\\', f);
-			fputc(l[k], f);
+		for (const char *w = l; *w;) {
+			size_t len = strcspn(w, " ");
+			if (col && col + 1 + (int)len > width) { fputs("\\n", f); lines++; col = 0; }
+			else if (col) { fputc(' ', f); col++; }
+			for (size_t k = 0; k < len; k++) {
+				if (w[k] == '"' || w[k] == '\\') fputc('\\', f);
+				fputc(w[k], f);
+			}
+			col += (int)len;
+			w += len;
+			while (*w == ' ') w++;
 		}
 		fprintf(f, "\" %d", i);
+		if (lines > most) most = lines;
 	}
-	fputs(") nomirror font \",8\"\n", f);
+	fputs(") nomirror font \",9\"\n", f);
+	return most;
 }
 
-int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *part_names, double capacity_bytes,
+int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *part_names,
 		 const char *title, const char *path, char *err)
 {
 	int svg = plot_format(path, err);
@@ -162,34 +172,39 @@ int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *pa
 	if (gp_open(&g, err)) goto done;
 	FILE *f = gp_file(&g, "plans.dat", err);
 	if (!f) goto done;
-	double top_mem = capacity_bytes / GIB;
+	double top_mem = 0;
+	int same_cap = 1;
 	for (int i = 0; i < n; i++) {
 		fputc('"', f);
 		for (const char *c = plans[i].label; *c; c++) fputc(*c == '"' ? '\'' : *c, f);
 		fputc('"', f);
 		for (int k = 0; k < PLOT_CMP_PARTS; k++) fprintf(f, " %.9g", plans[i].part_s[k]);
-		fprintf(f, " %.6g\n", plans[i].peak_bytes / GIB);
-		if (plans[i].peak_bytes / GIB > top_mem) top_mem = plans[i].peak_bytes / GIB;
+		fprintf(f, " %.6g %.6g\n", plans[i].peak_bytes / GIB, plans[i].capacity_bytes / GIB);
+		top_mem = fmax(top_mem, fmax(plans[i].peak_bytes, plans[i].capacity_bytes) / GIB);
+		same_cap &= plans[i].capacity_bytes == plans[0].capacity_bytes;
 	}
 	if (close_checked(f, &g, err) || !(f = gp_file(&g, "plot.gp", err))) goto done;
-	double cap = capacity_bytes / GIB;
+	/* each half of a 1600-px chart gives a label about 800/n px, some 7 px per character */
+	int width = 800 / n / 7 < 12 ? 12 : 800 / n / 7;
 	gp_terminal(f, path, svg, 1600, 640);
 	fputs("set termoption noenhanced\n", f);
-	write_xtics(f, plans, n);
+	int lines = write_xtics(f, plans, n, width);
 	fputs("set multiplot layout 1,2 title \"", f);
 	gp_put_string(f, title ? title : "plans compared");
-	fputs("\" noenhanced\nset style data histograms\nset style histogram rowstacked\n"
-	      "set style fill solid 1.0 border rgb \"#202020\"\nset boxwidth 0.6\nset grid ytics\n"
-	      "set key outside right top vertical Left reverse noenhanced\nset bmargin 6\n", f);
+	fprintf(f, "\" noenhanced\nset style data histograms\nset style histogram rowstacked\n"
+		   "set style fill solid 1.0 border rgb \"#202020\"\nset boxwidth 0.6\nset grid ytics\n"
+		   "set key outside right top vertical Left reverse noenhanced\nset bmargin %d\n", lines + 2);
 	fprintf(f, "set title \"step time by part\"\nset ylabel \"seconds per step\"\nset xrange [-0.6:%d.6]\nset yrange [0:*]\n", n - 1);
 	fprintf(f, "plot '%s/plans.dat' using 2 title \"%s\" lc rgb \"%s\"", g.dir, part_names[0], part_colors[0]);
 	for (int k = 1; k < PLOT_CMP_PARTS; k++)
 		fprintf(f, ", '' using %d title \"%s\" lc rgb \"%s\"", k + 2, part_names[k], part_colors[k]);
-	fprintf(f, "\nset title \"peak memory per GPU\"\nset ylabel \"GiB (2^30 B)\"\nset yrange [0:%.6g]\n"
-		   , top_mem * 1.12);
+	fprintf(f, "\nset title \"peak memory per GPU\"\nset ylabel \"GiB (2^30 B)\"\nset yrange [0:%.6g]\n", top_mem * 1.12);
+	/* the capacity of each plan as a dash across its own bar */
 	fprintf(f, "plot '%s/plans.dat' using %d title \"peak\" lc rgb \"#4C72B0\", "
-		   "%.6g with lines lw 2 dt 2 lc rgb \"#D62728\" title \"capacity %.1f GiB\"\nunset multiplot\n",
-		g.dir, PLOT_CMP_PARTS + 2, cap, cap);
+		   "'' using 0:%d:(0.4) with xerrorbars pt -1 lw 2 lc rgb \"#D62728\" title \"",
+		g.dir, PLOT_CMP_PARTS + 2, PLOT_CMP_PARTS + 3);
+	if (same_cap) fprintf(f, "capacity %.1f GiB\"\nunset multiplot\n", plans[0].capacity_bytes / GIB);
+	else fputs("capacity of each plan\"\nunset multiplot\n", f);
 	if (close_checked(f, &g, err)) goto done;
 	rc = gp_run(&g, path, err);
 done:

@@ -1,4 +1,5 @@
 /* plan_charts — from a simulated plan to the arguments of the chart writers. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "reports/plan_charts.h"
@@ -34,29 +35,26 @@ int chart_memory(const struct plan *p, const struct estimate *e, const struct ev
 	double static_bytes[PLAN_MAX_STAGES];
 	int pp = s->sched->pp;
 	if (pp > PLAN_MAX_STAGES) return errf(err, "plot: more than %d pipeline ranks", PLAN_MAX_STAGES);
+	/* the breakdown is the estimate's (the figures sim and tune print); the time panel is the
+	 * event engine's walk through the schedule */
 	for (int j = 0; j < e->nkinds; j++) {
 		const struct rank_est *k = &e->kind[j];
 		struct plot_mem_bar *b = &bars[j];
-		double act = 0; /* the engine's peak over the ranks of this kind */
-		for (int r = 0; r < pp; r++)
-			if (s->rank[r].kind == j && s->rank[r].peak_act_bytes > act) act = s->rank[r].peak_act_bytes;
-		/* fragmentation stays in the overhead bar: overhead = fixed + (frag - 1) * dynamic */
-		double dyn = act + k->logits_bytes + k->buffers_bytes;
 		snprintf(b->label, sizeof(b->label), "%s", k->label);
 		b->bytes[PM_WEIGHTS] = k->weights_bytes;
 		b->bytes[PM_GRADS] = k->grads_bytes;
 		b->bytes[PM_OPTIM] = k->optim_bytes;
-		b->bytes[PM_ACT] = act;
+		b->bytes[PM_ACT] = k->act_bytes;
 		b->bytes[PM_BUFFERS] = k->buffers_bytes + k->logits_bytes;
-		b->bytes[PM_OVERHEAD] = k->overhead_bytes - (s->act_scale - 1) * (k->act_bytes + k->logits_bytes + k->buffers_bytes) +
-					(s->act_scale - 1) * dyn;
+		b->bytes[PM_OVERHEAD] = k->overhead_bytes; /* fixed + fragmentation on dynamic memory */
 	}
 	for (int r = 0; r < pp; r++) static_bytes[r] = s->rank[r].static_bytes;
 	char desc[128], title[1024];
 	plan_short(p, desc, sizeof(desc));
-	snprintf(title, sizeof(title), "%s on %d x %s: %s  peak %.1f GiB of %.1f GiB (%s)", p->model, p->gpus, p->gpu,
-		 desc, s->peak_mem_bytes / 1073741824.0, s->capacity_bytes / 1073741824.0, s->fits ? "fits" : "does not fit");
-	struct plot_memory_in in = {.title = title, .bars = bars, .nbars = e->nkinds, .capacity_bytes = s->capacity_bytes,
+	snprintf(title, sizeof(title), "%s on %d x %s: %s  peak %.1f GiB of %.1f GiB (%s; analytical estimate)", p->model,
+		 p->gpus, p->gpu, desc, e->peak_mem_bytes / 1073741824.0, e->capacity_bytes / 1073741824.0,
+		 e->fits ? "fits" : "does not fit");
+	struct plot_memory_in in = {.title = title, .bars = bars, .nbars = e->nkinds, .capacity_bytes = e->capacity_bytes,
 				    .tl = &s->r.tl, .static_bytes = static_bytes, .act_scale = s->act_scale, .panels = panels};
 	return plot_memory(&in, path, err);
 }
@@ -67,12 +65,39 @@ void chart_cmp_entry(const char *label, const struct event_sim *s, struct plot_c
 	snprintf(out->label, sizeof(out->label), "%s", label);
 	for (int k = 0; k < PLOT_CMP_PARTS; k++) out->part_s[k] = s->part_s[k];
 	out->peak_bytes = s->peak_mem_bytes;
+	out->capacity_bytes = s->capacity_bytes;
 }
 
-int chart_compare(const struct plot_cmp_plan *plans, int n, double capacity_bytes, const char *title,
-		  const char *path, char *err)
+void chart_cmp_entry_est(const char *label, const struct estimate *e, struct plot_cmp_plan *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->label, sizeof(out->label), "%s", label);
+	/* the busiest rank kind waits least, so its parts are the step's critical path */
+	int j = 0;
+	for (int i = 1; i < e->nkinds; i++)
+		if (e->kind[i].bubble_s < e->kind[j].bubble_s) j = i;
+	const struct rank_est *k = &e->kind[j];
+	double *p = out->part_s;
+	p[EVP_COMPUTE] = k->compute_s - k->recompute_s;
+	p[EVP_RECOMPUTE] = k->recompute_s;
+	p[EVP_TP] = k->tp_comm_s;
+	p[EVP_CP] = k->cp_comm_s;
+	p[EVP_EP] = k->ep_comm_s;
+	p[EVP_PP] = k->pp_comm_s;
+	p[EVP_BUBBLE] = k->bubble_s;
+	p[EVP_OPT] = k->optimizer_s;
+	p[EVP_OVERHEAD] = k->overhead_s;
+	double rest = e->step_time_s;
+	for (int i = 0; i < EVP_COUNT; i++) rest -= p[i];
+	p[EVP_DP] = fmax(0, rest); /* the DP tail left exposed after the pipeline */
+	if (rest < 0) p[EVP_BUBBLE] = fmax(0, p[EVP_BUBBLE] + rest);
+	out->peak_bytes = e->peak_mem_bytes;
+	out->capacity_bytes = e->capacity_bytes;
+}
+
+int chart_compare(const struct plot_cmp_plan *plans, int n, const char *title, const char *path, char *err)
 {
 	const char *names[PLOT_CMP_PARTS];
 	for (int k = 0; k < PLOT_CMP_PARTS; k++) names[k] = ev_part_name(k);
-	return plot_compare(plans, n, names, capacity_bytes, title, path, err);
+	return plot_compare(plans, n, names, title, path, err);
 }

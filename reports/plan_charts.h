@@ -18,12 +18,16 @@
 void plan_short(const struct plan *p, char *buf, size_t cap);
 
 int chart_bubble(const struct plan *p, const struct event_sim *s, const char *path, int max_rows, char *err);
-/* panels: PLOT_MEM_BREAKDOWN, PLOT_MEM_TIME or PLOT_MEM_BOTH */
+/* panels: PLOT_MEM_BREAKDOWN (the estimate's memory per rank kind, its peak in the title),
+ * PLOT_MEM_TIME (the event engine's memory over the step) or PLOT_MEM_BOTH */
 int chart_memory(const struct plan *p, const struct estimate *e, const struct event_sim *s, int panels,
 		 const char *path, char *err);
-/* One entry of a comparison from a simulated plan. */
+/* One entry of a comparison from a simulated plan (the event engine's step parts and peak). */
 void chart_cmp_entry(const char *label, const struct event_sim *s, struct plot_cmp_plan *out);
-int chart_compare(const struct plot_cmp_plan *plans, int n, double capacity_bytes, const char *title,
-		  const char *path, char *err);
+/* The same from the analytical estimate: the step parts of its busiest rank kind (the DP tail
+ * is what the step holds beyond them), its peak and capacity — the figures sim and tune print. */
+void chart_cmp_entry_est(const char *label, const struct estimate *e, struct plot_cmp_plan *out);
+/* Each entry carries its own capacity. */
+int chart_compare(const struct plot_cmp_plan *plans, int n, const char *title, const char *path, char *err);
 
 #endif

@@ -52,16 +52,17 @@ struct plot_memory_in {
 };
 int plot_memory(const struct plot_memory_in *in, const char *path, char *err);
 
-/* Plans side by side: stacked step-time parts per plan and peak memory per plan against the
- * capacity. Up to PLOT_CMP_MAX plans. */
+/* Plans side by side: stacked step-time parts per plan and peak memory per plan against each
+ * plan's own capacity (plans differ in the NCCL buffers outside the pool, or in GPU). Labels
+ * are wrapped at spaces to fit under their bar. Up to PLOT_CMP_MAX plans. */
 #define PLOT_CMP_MAX 16
 #define PLOT_CMP_PARTS 10
 struct plot_cmp_plan {
 	char label[160];
 	double part_s[PLOT_CMP_PARTS];
-	double peak_bytes;
+	double peak_bytes, capacity_bytes;
 };
-int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *part_names, double capacity_bytes,
+int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *part_names,
 		 const char *title, const char *path, char *err);
 
 /* Which rows a chart of nranks shows: fills rows[] (ascending ranks) and returns the count. */

@@ -15,6 +15,7 @@ struct rank_state {
 	size_t pos, end;
 	double t_free;          /* compute stream */
 	double ag_free, dp_free;
+	double send_end;        /* end of the last send (blocking sends hold the compute stream) */
 	double prev_start, prev_end;
 	int last_gathered;      /* chunk whose params are resident (-1 none) */
 	int inflight;
@@ -163,6 +164,7 @@ static void send_after(struct eng *e, int r, const struct sched_op *op, int stag
 	sched_locate(s, op->dir, next, &to, &chunk);
 	double d = p2p_between(e, r, to, fwd ? stage : stage - 1);
 	if (d <= 0) return;
+	if (t + d > e->rs[r].send_end) e->rs[r].send_end = t + d;
 	struct tl_event *ev = emit(e, r, fwd ? TL_P2P_FWD : TL_P2P_BWD, TL_P2P, t, t + d);
 	if (ev) { ev->mb = op->mb; ev->stage = stage; ev->chunk = op->chunk; ev->dir = op->dir; }
 }
@@ -250,6 +252,8 @@ static void advance(struct eng *e, int r)
 		er->busy += t1 - ready;
 		st->prev_start = ready;
 		st->prev_end = st->t_free = t1;
+		if (e->c->dp_blocking && e->c->dp_reduce) st->prev_end = st->t_free = fmax(st->t_free, st->dp_free);
+		if (e->c->p2p_blocking) st->prev_end = st->t_free = fmax(st->t_free, st->send_end);
 		st->pos += (size_t)n;
 	}
 }
@@ -372,13 +376,12 @@ static void summarise(struct engine_result *out)
 		if (er->peak_inflight > out->max_inflight) out->max_inflight = er->peak_inflight;
 		if (er->peak_act_bytes > out->max_act_bytes) out->max_act_bytes = er->peak_act_bytes;
 	}
+	/* the headline is the worst rank's own figure, so it is one of the per-rank values shown
+	 * beside it */
 	for (int r = 0; r < out->nranks; r++) {
 		const struct engine_rank *er = &out->rank[r];
-		/* ZB's cost is the largest span; each rank's idle share of it [ZB §5.3] */
-		double rate = out->cost > 0 ? (out->cost - er->busy) / out->cost : 0;
-		double frac = er->busy > 0 ? (out->cost - er->busy) / er->busy : 0;
-		if (rate > out->bubble_rate) out->bubble_rate = rate;
-		if (frac > out->bubble_fraction) out->bubble_fraction = frac;
+		if (er->bubble_rate > out->bubble_rate) out->bubble_rate = er->bubble_rate;
+		if (er->bubble_fraction > out->bubble_fraction) out->bubble_fraction = er->bubble_fraction;
 	}
 }
 

@@ -30,6 +30,8 @@ struct engine_costs {
 	const double *t_fb;         /* overlapped F&B pair, by the forward's stage; <= 0: sum of both */
 	const double *p2p;          /* p2p[s]: send between stage s and s+1 (nstages-1 entries);
 				     * 0 between chunks on the same rank */
+	int p2p_blocking;           /* 1: a send holds its rank's compute stream until it ends (not
+				     * overlapped with the next op); 0: it runs on its own stream */
 	const double *op_time;      /* measured override per op (indexed like sched->ops); < 0: tables.
 				     * For an overlapped pair the first op's entry is the pair's time */
 	const double *m_b_bytes;    /* activations one F keeps until its B; NULL: 1 per chunk op */
@@ -38,6 +40,8 @@ struct engine_costs {
 	int dp_buckets;             /* buckets per stage, >= 1 (0 means 1) */
 	int dp_every_mb;            /* 1: reduce after every gradient op of the stage (ZeRO-2/3,
 				     * dp_reduce is then one micro-batch's share); 0: once per step */
+	int dp_blocking;            /* 1: the rank's next op waits for the reduction (not
+				     * overlapped with compute); 0: it runs on its own stream */
 	const double *param_gather; /* ZeRO-3 all-gather of the stage's params; NULL: none */
 	int gather_every_op;        /* 1: before every F/B/BW; 0: only when the chunk changes */
 	int gather_prefetch;        /* 1: issued when the previous op starts; 0: when it ends */
@@ -67,8 +71,8 @@ struct engine_result {
 	struct engine_rank *rank;   /* nranks entries */
 	double cost;                /* largest span over ranks [ZB §5.3] */
 	double step;                /* last event end: pipeline + exposed DP tail + optimizer */
-	double bubble_rate;         /* max over ranks of (cost - busy)/cost [ZB App. G eq. 3] */
-	double bubble_fraction;     /* max over ranks of (cost - busy)/busy [MEG §2.2.1] */
+	double bubble_rate;         /* max over ranks of their bubble_rate [ZB §5.3] */
+	double bubble_fraction;     /* max over ranks of their bubble_fraction [MEG §2.2.1] */
 	int max_inflight;
 	double max_act_bytes;
 	size_t nops;                /* compute ops simulated */

@@ -280,18 +280,20 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	/* the last bucket cannot overlap; Megatron's bucket is max(40M, 1M·dp) params [TV-G4] */
 	double bucket = fmax(40e6, 1e6 * n) / fmax(1, w->params);
 	double tail = t_red * fmin(1, bucket);
+	/* every ZeRO stage prices the two switches alike: a gradient reduction hides behind the
+	 * backward only with overlap_grad_reduce, a parameter gather behind the forward only with
+	 * overlap_param_gather; without them the collective runs between the compute */
+	double red_exp = p->overlap_grad_reduce ? fmax(tail, t_red - 0.9 * bwd_mb) : t_red;
+	double ag_exp = p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag;
 	if (p->zero <= 1 || (p->zero == 2 && !p->reduce_per_mb)) {
 		/* once per step: ZeRO-0/1, and ZeRO-2 whose gradients accumulate in a full buffer
 		 * (Megatron's distributed optimizer) */
 		*total = t_red + t_ag;
-		double red_exp = p->overlap_grad_reduce ? fmax(tail, t_red - 0.9 * bwd_mb) : t_red;
-		double ag_exp = p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag;
 		*exposed = red_exp + ag_exp;
 	} else if (p->zero == 2) {
 		/* gradients reduce-scattered every micro-batch [ZERO §5.2], params gathered once */
 		*total = c->mb * t_red + t_ag;
-		double per = fmax(tail, t_red - 0.9 * bwd_mb); /* FSDP overlaps by construction */
-		*exposed = c->mb * per + (p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag);
+		*exposed = c->mb * red_exp + ag_exp;
 	} else {
 		/* ZeRO-3 / FSDP: every block's parameters are all-gathered before its forward and
 		 * again before its backward, and its gradients reduce-scattered after, every
@@ -319,9 +321,11 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		/* a collective running under a block's compute takes SMs and memory bandwidth from
 		 * it: the overlapped part costs 10 % of its length (the same 0.9 as above, applied
 		 * to what overlaps rather than as a threshold; both agree once the collective
-		 * outlasts the compute) */
-		double ef = g + (L - 1) * (fmax(0, g - f_l) + 0.1 * fmin(g, f_l));
-		double eb = g + (L - 1) * (fmax(0, g + rs - b_l) + 0.1 * fmin(g + rs, b_l)) + rs;
+		 * outlasts the compute). Only the switched-on kinds overlap (go, ro); the others run
+		 * between the blocks */
+		double go = p->overlap_param_gather ? g : 0, ro = p->overlap_grad_reduce ? rs : 0;
+		double ef = g + (L - 1) * (g - go + fmax(0, go - f_l) + 0.1 * fmin(go, f_l));
+		double eb = g + rs + (L - 1) * (g - go + rs - ro + fmax(0, go + ro - b_l) + 0.1 * fmin(go + ro, b_l));
 		*exposed = c->mb * (ef + eb);
 	}
 }

@@ -71,17 +71,21 @@ double estimate_frag_factor(const struct hw *h, const struct plan *p);
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f);
 
-/* A plan one change away from a plan that does not fit, and what it costs. */
+/* A change to a plan that does not fit, and what it costs. */
 #define FIX_MAX 16
 struct plan_fix {
 	char change[64];          /* the sim flags that make the change, e.g. "--tp 8 --dp 4" */
-	double peak_bytes, step_time_s, tokens_per_s_per_gpu;
+	double peak_bytes, capacity_bytes, step_time_s, tokens_per_s_per_gpu;
+	int fits;
 };
-/* The plans one knob away from p that fit, on the same GPUs and global batch, fastest first:
- * sp on, a heavier recompute, a higher ZeRO stage, a smaller micro-batch, or tp, pp or cp
- * doubled at half the dp (sim/estimate_fixes.c). Returns how many, at most max. */
+/* The changes that lower p's peak (sim/estimate_fixes.c): one knob moved toward less memory on
+ * the same GPUs and global batch (sp on, a heavier recompute, a higher ZeRO stage, a smaller
+ * micro-batch, tp, pp or cp doubled at half the dp), then more GPUs (dp doubled at ZeRO-3 and
+ * full recompute until it fits) or half the sequence at the same tokens per batch. Each is valid for the plan and lowers its
+ * peak; the ones that fit come first, fastest first, then the rest, lowest peak first. Returns
+ * how many, at most max. Used by `sim` and `tune` alike. */
 int estimate_fixes(const struct model *m, const struct hw *h, const struct plan *p, struct plan_fix *out, int max);
-/* Prints them under the sim table, or says that none fits and to run tune (estimate_report.c). */
+/* Prints them (estimate_report.c). */
 void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f);
 void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f);
 

@@ -1,6 +1,7 @@
 /* estimate_report — human table and JSON of an estimate (`scaleplan sim`). GB = 1e9 bytes,
  * GiB = 2^30 bytes; the table says which. */
 #include <stdio.h>
+#include <string.h>
 #include "sim/estimate.h"
 #include "sim/plan.h"
 
@@ -8,11 +9,11 @@
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 {
-	fprintf(f, "plan: %s on %d x %s — dp %d tp %d pp %d cp %d ep %d vpp %d, zero %d, sp %s, recompute %s, mbs %d, gbs %d, seq %d, schedule %s, %s%s\n",
-		p->model, p->gpus, p->gpu, p->dp, p->tp, p->pp, p->cp, p->ep, p->vpp, p->zero, p->sp ? "on" : "off",
-		recompute_name(p->recompute), p->mbs, p->gbs, p->seq, schedule_name(p->schedule), precision_name(p->precision),
-		p->flash_attn ? "" : ", unfused attention");
+	char desc[512];
+	plan_describe(p, desc, sizeof(desc));
+	fprintf(f, "plan: %s on %d x %s — %s\n", p->model, p->gpus, p->gpu, desc);
 	if (p->etp > 0 && p->etp != p->tp) fprintf(f, "experts: ep %d x etp %d over the tp*dp*cp ranks of a stage (parallel folding)\n", p->ep, p->etp);
+	fprintf(f, "engine: analytical estimate (the figures tune reports; --engine event walks the schedule)\n");
 	fprintf(f, "micro-batches per pipeline: %d\n\n", e->m);
 	fprintf(f, "memory per GPU (GiB)   ");
 	for (int i = 0; i < e->nkinds; i++) fprintf(f, " %16s", e->kind[i].label);
@@ -71,14 +72,20 @@ void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f)
 {
 	if (!n) {
-		fprintf(f, "\nno single change fits (sp, recompute, ZeRO stage, micro-batch, or tp/pp/cp doubled);\n"
-			   "scaleplan tune searches every combination\n");
+		fprintf(f, "\nno change lowers the peak (sp, recompute, ZeRO stage, micro-batch, tp/pp/cp doubled,\n"
+			   "more GPUs, half the sequence); scaleplan tune searches every combination\n");
 		return;
 	}
-	fprintf(f, "\none change that fits, fastest first (same GPUs and global batch):\n");
-	for (int i = 0; i < n; i++)
-		fprintf(f, "  %-26s peak %7.2f GiB   step %9.4f s   %9.1f tok/s/GPU\n", fx[i].change,
-			fx[i].peak_bytes / GIB, fx[i].step_time_s, fx[i].tokens_per_s_per_gpu);
+	fprintf(f, "\nchanges that lower the peak (the ones that fit first, fastest first):\n");
+	int w = 20;
+	for (int i = 0; i < n; i++) if ((int)strlen(fx[i].change) > w) w = (int)strlen(fx[i].change);
+	for (int i = 0; i < n; i++) {
+		char state[48];
+		if (fx[i].fits) snprintf(state, sizeof(state), "fits");
+		else snprintf(state, sizeof(state), "%.2f GiB over", (fx[i].peak_bytes - fx[i].capacity_bytes) / GIB);
+		fprintf(f, "  %-*s  peak %7.2f GiB %-15s step %9.4f s   %9.1f tok/s/GPU\n", w, fx[i].change,
+			fx[i].peak_bytes / GIB, state, fx[i].step_time_s, fx[i].tokens_per_s_per_gpu);
+	}
 }
 
 void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f)

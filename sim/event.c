@@ -50,6 +50,8 @@ struct tables {
 	double *t[T_COUNT];
 	int *layers;            /* per stage, for the layer-wise ZeRO-3 gather */
 	int dp_buckets, dp_every_mb, has_dp, has_ag, has_optg;
+	int overlap_red, overlap_ag;  /* the plan's overlap_grad_reduce, overlap_param_gather */
+	int p2p_blocking;             /* sends the estimate prices as blocking (plan overlap_p2p off) */
 };
 
 /* Share of activation bytes still held after B until W, from the estimate itself: ZB-H1 keeps
@@ -108,6 +110,12 @@ static int build_tables(const struct hw *h, const struct plan *p, const struct m
 	double bucket_params = fmax(40e6, 1e6 * dpcp); /* Megatron's bucket [TV-G4] */
 	tb->dp_buckets = 1;
 	tb->dp_every_mb = p->zero >= 2;
+	tb->overlap_red = p->overlap_grad_reduce;
+	tb->overlap_ag = p->overlap_param_gather;
+	/* as the estimate prices them: AFAB, 1F1B and interleaved sends wait for completion
+	 * unless overlap_p2p; the zero-bubble and DualPipe schedules' run on their own stream */
+	tb->p2p_blocking = !p->overlap_p2p && (p->schedule == SCHED_AFAB || p->schedule == SCHED_1F1B ||
+						p->schedule == SCHED_INTERLEAVED);
 	for (int st = 0; st < n; st++) {
 		int rank, chunk, rank2, chunk2;
 		sched_locate(s, 0, st, &rank, &chunk);
@@ -136,7 +144,7 @@ static int build_tables(const struct hw *h, const struct plan *p, const struct m
 		tb->has_dp |= red > 0;
 		tb->has_ag |= tb->t[T_AG][st] > 0;
 		tb->has_optg |= tb->t[T_OPTG][st] > 0;
-		if (p->overlap_grad_reduce || p->zero >= 2) {
+		if (p->overlap_grad_reduce) {
 			int nb = (int)ceil(k->params / mdiv / bucket_params);
 			if (nb > tb->dp_buckets) tb->dp_buckets = nb > 64 ? 64 : nb;
 		}
@@ -180,6 +188,7 @@ static void fill_costs(const struct tables *tb, int dp, int p2p, struct engine_c
 	c->t_b = tb->t[T_B];
 	c->t_w = tb->t[T_W];
 	c->p2p = p2p ? tb->t[T_P2P] : NULL;
+	c->p2p_blocking = tb->p2p_blocking;
 	c->m_b_bytes = tb->t[T_MB];
 	c->m_w_bytes = tb->t[T_MW];
 	c->opt = tb->t[T_OPT];
@@ -188,9 +197,12 @@ static void fill_costs(const struct tables *tb, int dp, int p2p, struct engine_c
 	c->dp_buckets = tb->dp_buckets;
 	c->dp_every_mb = tb->dp_every_mb;
 	c->param_gather = tb->has_ag ? tb->t[T_AG] : NULL;
+	c->dp_blocking = !tb->overlap_red;
 	c->gather_every_op = 1;
-	c->gather_prefetch = 1; /* ZeRO-3/FSDP prefetch the next gather by construction [PB ZeRO-3] */
-	c->gather_layers = tb->layers; /* and gather layer by layer */
+	/* with overlap_param_gather, ZeRO-3 prefetches the next gather and streams it layer by
+	 * layer under the compute [PB ZeRO-3]; without, each op waits for its whole gather */
+	c->gather_prefetch = tb->overlap_ag;
+	c->gather_layers = tb->overlap_ag ? tb->layers : NULL;
 	c->opt_gather = tb->has_optg ? tb->t[T_OPTG] : NULL;
 }
 

@@ -203,22 +203,103 @@ static int group_stride(const struct layout *l, enum group_kind g)
 	}
 }
 
+/* ranks of rank 0's DP×CP, EP or expert-DP group into r[0..n): the combined index k = c + cp·d,
+ * or the stage index K = t + tp·(c + cp·d) stepping by etp (EP) or etp·ep (expert-DP), walked
+ * with carries instead of a division per coordinate */
+static void composite_members(const struct layout *l, enum group_kind g, int n, int *r)
+{
+	int T = g == GROUP_DPCP ? 1 : l->size[DIM_TP], C = l->size[DIM_CP];
+	int step = g == GROUP_DPCP ? 1 : g == GROUP_EP ? l->etp : l->etp * l->ep;
+	int a0 = step % T, a1 = step / T % C, a2 = step / (T * C);
+	int ts = l->stride[DIM_TP], cs = l->stride[DIM_CP], ds = l->stride[DIM_DP];
+	for (int i = 0, t = 0, c = 0, d = 0; i < n; i++) {
+		r[i] = t * ts + c * cs + d * ds;
+		t += a0;
+		if (t >= T) { t -= T; c++; }
+		c += a1;
+		if (c >= C) { c -= C; d++; }
+		d += a2;
+	}
+}
+
+/* Units touched by rank 0's composite group when its index steps whole tp rows (the DP×CP
+ * group, and EP/expert-DP without expert-TP folding): the members form runs, each a
+ * progression until the cp coordinate wraps, so whole unit intervals are marked per run rather
+ * than one member at a time. Returns -1 when the members do not step that way or the units
+ * span too wide for the bitmap. */
+static int composite_runs(const struct layout *l, enum group_kind g, int n, int unit)
+{
+	int T = g == GROUP_DPCP ? 1 : l->size[DIM_TP], C = l->size[DIM_CP];
+	int step = g == GROUP_DPCP ? 1 : g == GROUP_EP ? l->etp : l->etp * l->ep;
+	int a1 = step / T % C, a2 = step / (T * C);
+	long cs = l->stride[DIM_CP], ds = l->stride[DIM_DP];
+	if (step % T || a1 == 0 || (l->world - 1) / unit >= 32768) return -1;
+	/* members a multiple of the unit apart (rank 0's group starts at a unit's start) each
+	 * touch a unit of their own */
+	if (cs % unit == 0 && ds % unit == 0) return n;
+	unsigned char seen[32768 / 8];
+	memset(seen, 0, (size_t)((l->world - 1) / unit) / 8 + 1);
+	long c = 0, d = 0, s = a1 * cs + a2 * ds;
+	int units = 0;
+#define MARK(u) do { long u_ = (u); unsigned char b_ = (unsigned char)(1u << (u_ & 7)); \
+		     if (!(seen[u_ >> 3] & b_)) { seen[u_ >> 3] |= b_; units++; } } while (0)
+	if (g == GROUP_DPCP && ds < cs && ds < unit) {
+		/* the whole cp x dp grid with dp the finer stride: one unit interval per cp row */
+		long D = l->size[DIM_DP];
+		for (long r = 0; r < C; r++)
+			for (long u = r * cs / unit; u <= (r * cs + (D - 1) * ds) / unit; u++) MARK(u);
+		return units;
+	}
+	for (int i = 0; i < n;) {
+		long len = (C - 1 - c) / a1 + 1;
+		if (len > n - i) len = n - i;
+		long r0 = c * cs + d * ds;
+		if (s < unit)
+			for (long u = r0 / unit; u <= (r0 + (len - 1) * s) / unit; u++) MARK(u);
+		else
+			for (long k = 0; k < len; k++) MARK((r0 + k * s) / unit);
+		i += (int)len;
+		c += len * a1 - C; /* the wrap into the next dp coordinate */
+		d += len * a2 + 1;
+	}
+#undef MARK
+	return units;
+}
+
 int layout_group_units(const struct layout *l, enum group_kind g, int unit)
 {
 	int n = layout_group_size(l, g);
 	if (n <= 1 || unit <= 0 || unit >= l->world) return 1;
+	/* rank 0's group starts at rank 0: a progression of stride s touches one unit per member
+	 * when s >= unit, and skips none between its first and last member when s < unit */
 	int s = group_stride(l, g);
-	if (s > 0 && s >= unit && s % unit == 0) return n;
-	if (s > 0 && s < unit && unit % s == 0) {
-		int per = unit / s;
-		return (n + per - 1) / per;
+	if (s > 0 && (s >= unit ? s % unit == 0 : unit % s == 0)) return s >= unit ? n : (n + unit / s - 1) / (unit / s);
+	if (n > 4096) return n; /* too large to walk: one unit per member */
+	if (s > 0) return s >= unit ? n : (int)((long)(n - 1) * s / unit) + 1;
+	int units = composite_runs(l, g, n, unit);
+	if (units >= 0) return units;
+	/* otherwise count the distinct unit ids of the members, marked in a bitmap over their range
+	 * (the tuner asks ~1e6 times; a sort would dominate its time) */
+	int r[4096];
+	composite_members(l, g, n, r);
+	int lo = r[0] / unit, hi = lo;
+	for (int i = 0; i < n; i++) {
+		r[i] /= unit;
+		if (r[i] < lo) lo = r[i];
+		if (r[i] > hi) hi = r[i];
 	}
-	/* not a progression that tiles the units: count distinct unit ids of the members */
-	int buf[4096];
-	if (layout_group(l, g, 0, buf, 4096) < 0) return n; /* too large to list: one unit per member */
-	for (int i = 0; i < n; i++) buf[i] /= unit;
-	qsort(buf, (size_t)n, sizeof(int), cmp_int);
-	int units = 1;
-	for (int i = 1; i < n; i++) units += buf[i] != buf[i - 1];
+	units = 0;
+	if (hi - lo >= 4096) { /* spread wide: sort instead */
+		qsort(r, (size_t)n, sizeof(int), cmp_int);
+		units = 1;
+		for (int i = 1; i < n; i++) units += r[i] != r[i - 1];
+		return units;
+	}
+	unsigned char seen[4096 / 8 + 1];
+	memset(seen, 0, (size_t)(hi - lo) / 8 + 1);
+	for (int i = 0; i < n; i++) {
+		int b = r[i] - lo;
+		if (!(seen[b >> 3] & (1u << (b & 7)))) { seen[b >> 3] |= (unsigned char)(1u << (b & 7)); units++; }
+	}
 	return units;
 }

@@ -341,6 +341,68 @@ char *plan_to_json(const struct plan *p)
 	return s;
 }
 
+/* One key's value as a flag argument, or "" when it is not set (an empty split). */
+static void key_value(const struct plan *p, const struct plan_key *k, char *buf, size_t cap)
+{
+	const char *base = (const char *)p;
+	size_t n = 0;
+	buf[0] = 0;
+	switch (k->type) {
+	case K_INT: case K_BOOL: snprintf(buf, cap, "%d", *(const int *)(base + k->off)); break;
+	case K_STR: snprintf(buf, cap, "%s", base + k->off); break;
+	case K_SCHED: snprintf(buf, cap, "%s", schedule_name(p->schedule)); break;
+	case K_RC: snprintf(buf, cap, "%s", recompute_name(p->recompute)); break;
+	case K_PREC: snprintf(buf, cap, "%s", precision_name(p->precision)); break;
+	case K_ENUM: {
+		int v = *(const int *)(base + k->off);
+		snprintf(buf, cap, "%s", v >= 0 && v < k->hi ? k->names[v] : "?");
+		break;
+	}
+	case K_SPLIT:
+		for (int i = 0; i < p->nstage_layers && n + 8 < cap; i++)
+			n += (size_t)snprintf(buf + n, cap - n, "%s%d", i ? "," : "", p->stage_layers[i]);
+		break;
+	}
+}
+
+void plan_describe(const struct plan *p, char *buf, size_t cap)
+{
+	char rl[32] = "";
+	if (p->recompute == RC_FULL && p->recompute_layers >= 0) snprintf(rl, sizeof(rl), " (%d layers/stage)", p->recompute_layers);
+	snprintf(buf, cap, "dp %d tp %d pp %d cp %d ep %d vpp %d, zero %d, sp %s, recompute %s%s, mbs %d, gbs %d, seq %d, "
+		 "schedule %s, order %s, overlap: grad reduce %s, param gather %s, tp comm %s, tp backward %s, p2p %s; %s%s",
+		 p->dp, p->tp, p->pp, p->cp, p->ep, p->vpp, p->zero, p->sp ? "on" : "off", recompute_name(p->recompute), rl,
+		 p->mbs, p->gbs, p->seq, schedule_name(p->schedule), p->order, p->overlap_grad_reduce ? "on" : "off",
+		 p->overlap_param_gather ? "on" : "off", p->overlap_tp_comm ? "on" : "off", p->overlap_tp_bwd ? "on" : "off",
+		 p->overlap_p2p ? "on" : "off", precision_name(p->precision), p->flash_attn ? "" : ", unfused attention");
+}
+
+char *plan_to_flags(const struct plan *p)
+{
+	static const char *const always[] = {"model", "gpu", "gpus", "dp", "tp", "pp", "mbs", "gbs", "seq"};
+	struct plan d;
+	plan_defaults(&d);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f) return NULL;
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct plan_key *k = &plan_keys[i];
+		char v[PLAN_MAX_STAGES * 8], dv[PLAN_MAX_STAGES * 8], flag[48];
+		key_value(p, k, v, sizeof(v));
+		key_value(&d, k, dv, sizeof(dv));
+		int keep = !strcmp(v, dv) ? 0 : 1;
+		for (size_t j = 0; j < sizeof(always) / sizeof(always[0]); j++) keep |= !strcmp(k->name, always[j]);
+		if (!keep || !v[0]) continue;
+		snprintf(flag, sizeof(flag), "--%s", k->name);
+		for (char *c = flag; *c; c++) if (*c == '_') *c = '-';
+		if (!strcmp(k->name, "sp")) fprintf(f, "%s%s", ftell(f) ? " " : "", p->sp ? "--sp" : "--no-sp");
+		else fprintf(f, "%s%s %s", ftell(f) ? " " : "", flag, v);
+	}
+	if (fclose(f)) { free(out); return NULL; }
+	return out;
+}
+
 void plan_write_json(const struct plan *p, FILE *f)
 {
 	char *s = plan_to_json(p);

@@ -79,7 +79,7 @@ struct plan {
 };
 
 /* Defaults: all degrees 1, dp derived, zero 0, recompute none, mbs 1, seq 4096, bf16,
- * order tp-cp-dp-pp, overlaps on, schedule 1f1b (none when pp == 1). */
+ * order tp-cp-dp-pp, overlaps off, schedule 1f1b (none when pp == 1). */
 void plan_defaults(struct plan *p);
 
 /* Sets one key from text: plan_set(p, "tp", "8"). Booleans take 1/0/true/false/on/off.
@@ -101,6 +101,14 @@ int plan_get(const struct plan *p, const char *key, char *out, size_t n);
 void plan_write_json(const struct plan *p, FILE *f);
 /* The same into a malloc'd string. */
 char *plan_to_json(const struct plan *p);
+/* The plan as the flags `scaleplan sim` takes ("--model llama-3-70b --gpu h100-sxm --gpus 512
+ * --dp 64 ... --overlap-grad-reduce 1"): every key that differs from plan_defaults, and always
+ * model, gpu, gpus, the degrees, mbs, gbs and seq. Model and gpu names are written as they
+ * are (a path with spaces needs quoting by the caller). malloc'd; NULL when out of memory. */
+char *plan_to_flags(const struct plan *p);
+/* The whole plan in one line for people: every degree, ZeRO, SP, recompute, batch, schedule,
+ * rank order, overlap switches and precision. */
+void plan_describe(const struct plan *p, char *buf, size_t cap);
 
 /* Derives unset values (dp, gpus, gbs, schedule none for pp 1, stage split) using the model
  * and cluster. Fails with a message when the degrees cannot be resolved (gpus not divisible). */

@@ -371,6 +371,44 @@ static void test_zero3_per_block(const struct model *m8, const struct hw *h0)
 	      e.kind[0].dp_exposed_s, 4 * 3 * one);
 }
 
+/* Every ZeRO stage prices the overlap switches alike: with overlap_grad_reduce and
+ * overlap_param_gather off, everything the stage sends over the DP group is exposed (the
+ * collectives run between the compute); each switch turned on hides some of it and never adds
+ * time. Interleaved 1F1B exposes 2(p−1) + 2·m·v sends without overlap_p2p and the 2(p−1)
+ * of the fill and the drain with it [MEG §2.2.2]. */
+static void test_overlap_switches(const struct model *m8, const struct hw *h)
+{
+	static const char *const zs[] = {"0", "1", "2", "3"};
+	for (int z = 0; z < 4; z++) {
+		struct plan p;
+		struct estimate off, grad, both;
+		if (run(m8, h, KV("gpus", "64", "tp", "2", "zero", zs[z], "seq", "4096", "mbs", "1", "gbs", "128"), &p, &off) ||
+		    run(m8, h, KV("gpus", "64", "tp", "2", "zero", zs[z], "seq", "4096", "mbs", "1", "gbs", "128",
+				  "overlap_grad_reduce", "1"), &p, &grad) ||
+		    run(m8, h, KV("gpus", "64", "tp", "2", "zero", zs[z], "seq", "4096", "mbs", "1", "gbs", "128",
+				  "overlap_grad_reduce", "1", "overlap_param_gather", "1"), &p, &both))
+			return;
+		const struct rank_est *o = &off.kind[0], *g = &grad.kind[0], *b = &both.kind[0];
+		CHECK(o->dp_comm_s > 0, "zero %d: dp 32 communicates", z);
+		CHECK_REL(o->dp_exposed_s, o->dp_comm_s, 1e-9, "overlaps off: all DP communication exposed");
+		CHECK(g->dp_exposed_s < o->dp_exposed_s, "zero %d: overlap_grad_reduce hides some (%.4f vs %.4f s)", z,
+		      g->dp_exposed_s, o->dp_exposed_s);
+		CHECK(b->dp_exposed_s <= g->dp_exposed_s + 1e-12, "zero %d: overlap_param_gather adds no time", z);
+		if (z >= 1) CHECK(b->dp_exposed_s < g->dp_exposed_s, "zero %d: overlap_param_gather hides some gathers", z);
+	}
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(m8, h, KV("gpus", "32", "pp", "4", "tp", "8", "schedule", "interleaved", "vpp", "2", "seq", "4096",
+			  "gbs", "16"), &p, &e0) ||
+	    run(m8, h, KV("gpus", "32", "pp", "4", "tp", "8", "schedule", "interleaved", "vpp", "2", "seq", "4096",
+			  "gbs", "16", "overlap_p2p", "1"), &p, &e1))
+		return;
+	int m = plan_microbatches(&p);
+	CHECK(e0.kind[0].t_p2p > 0, "pp 4 sends activations");
+	CHECK_REL(e0.kind[0].pp_comm_s, (2 * 3 + 2 * m * 2) * e0.kind[0].t_p2p, 1e-9, "interleaved, no p2p overlap");
+	CHECK_REL(e1.kind[0].pp_comm_s, 2 * 3 * e1.kind[0].t_p2p, 1e-9, "interleaved, p2p overlapped");
+}
+
 /* Unfused attention keeps the s x s scores, softmax output and dropout mask: 5·a·s²·b bytes per
  * layer over t [KOR eq. 2, the 5as/h term], in place of flash attention's fp32 softmax
  * statistics (4·s·b·a/t); selective recompute drops exactly that term [KOR §5]. GPT-3, t 8,
@@ -513,6 +551,7 @@ int main(void)
 	test_bubble_fraction(&h);
 	test_comm_volumes(&gpt3, &h);
 	test_zero3_per_block(&m8, &h);
+	test_overlap_switches(&m8, &h);
 	test_unfused_attention(&gpt3, &h);
 	test_fp8_casts(&m8, &h);
 	test_fp16_as_bf16(&m8, &h);

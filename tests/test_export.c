@@ -1,7 +1,10 @@
 /* Export of a known plan: exact flag and key names from reference/ecosystem.md §3 (Megatron-LM
  * arguments.py, nanotron ParallelismArgs, torchtitan job_config.py @v0.2.2, DeepSpeed
  * config-json.md), values derived by hand from the plan, and a "no equivalent" comment for each
- * feature a framework lacks. */
+ * feature a framework lacks. Launchable: every name every format writes for a set of plans is
+ * in the framework's own list (tests/frameworks/, read from its sources), torchtitan's stage
+ * builder rebuilds the plan's split from the keys, and the flags Megatron asserts on travel
+ * with the features that need them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,9 +107,12 @@ static void test_uneven_split(void)
 	CHECK(out && has_line(out, want) && !strstr(out, "--decoder-first-pipeline-num-layers"),
 	      "megatron: 20/19/21/20 as a layout string");
 	free(out);
+	/* torchtitan's keys cannot give a middle stage more than the one before it: every stage's
+	 * modules are written out */
 	out = run_export(mixed, EXPORT_TORCHTITAN, &notes);
-	CHECK(out && strstr(out, "# no equivalent: uneven layer split 20,19,21,20") &&
-	      !strstr(out, "pipeline_parallel_layers_per_stage ="), "torchtitan: an uneven split has no equivalent");
+	CHECK(out && strstr(out, "module_fqns_per_model_part = [[\"tok_embeddings\", \"layers.0\",") &&
+	      strstr(out, "\"layers.19\"], [\"layers.20\",") && strstr(out, "\"layers.79\", \"norm\", \"output\"]]") &&
+	      !strstr(out, "pipeline_parallel_layers_per_stage ="), "torchtitan: 20/19/21/20 as the modules of each stage");
 	free(out);
 }
 
@@ -123,7 +129,9 @@ static void test_nanotron(void)
 		CHECK(has_line(out, want[i]), "nanotron: line '%s' missing", want[i]);
 	CHECK(strstr(out, "# no equivalent: schedule interleaved") != NULL, "nanotron: interleaving has no equivalent");
 	CHECK(strstr(out, "# no equivalent: selective recompute") != NULL, "nanotron: selective has no equivalent");
-	CHECK(notes == 2, "nanotron: 2 notes, got %d", notes);
+	/* and the plan's gradient reduction without overlap, which nanotron's DDP always overlaps */
+	CHECK(strstr(out, "# no equivalent: gradient reduction not overlapped") != NULL, "nanotron: DDP overlaps");
+	CHECK(notes == 3, "nanotron: 3 notes, got %d", notes);
 	free(out);
 }
 
@@ -194,6 +202,208 @@ static void test_fp16(void)
 	free(out);
 }
 
+/* ---- launchable: names the frameworks accept, splits they rebuild, flags they assert ---- */
+
+/* The names of one framework (tests/frameworks/NAME.txt: one a line, # comments). */
+struct names { char **v; int n; };
+static int load_names(const char *file, struct names *nm)
+{
+	char path[256], line[256];
+	snprintf(path, sizeof(path), "tests/frameworks/%s", file);
+	FILE *f = fopen(path, "r");
+	nm->v = NULL;
+	nm->n = 0;
+	if (!f) return -1;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!line[0] || line[0] == '#') continue;
+		nm->v = realloc(nm->v, sizeof(char *) * (size_t)(nm->n + 1));
+		nm->v[nm->n++] = strdup(line);
+	}
+	fclose(f);
+	return 0;
+}
+static int known_name(const struct names *nm, const char *s)
+{
+	for (int i = 0; i < nm->n; i++) if (!strcmp(nm->v[i], s)) return 1;
+	return 0;
+}
+static void free_names(struct names *nm)
+{
+	for (int i = 0; i < nm->n; i++) free(nm->v[i]);
+	free(nm->v);
+}
+
+/* Every name an export writes, as the framework spells it: Megatron "--flag" words outside
+ * comments; torchtitan "section.key" of the TOML and of the "--section.key" overrides;
+ * nanotron "section.key" by YAML indentation; DeepSpeed every "key" of the JSON. Unknown names
+ * are counted and the first one kept in `first`. */
+static int unknown_names(enum export_format fmt, const char *text, const struct names *nm, char *first, size_t cap)
+{
+	char *copy = strdup(text), *save = NULL, sec[3][96] = {"", "", ""};
+	int bad = 0;
+	first[0] = 0;
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[300] = "";
+		const char *c = line;
+		int comment = line[0] == '#' || !strncmp(line, "//", 2);
+		if (fmt == EXPORT_MEGATRON && !comment && !strncmp(c, "--", 2)) {
+			sscanf(c, "%299s", name);
+		} else if (fmt == EXPORT_TORCHTITAN) {
+			if (comment) { /* the overrides for main: --section.key value */
+				for (const char *w = strstr(c, " --"); w; w = strstr(w + 1, " --"))
+					if (sscanf(w + 3, "%299[a-z_.]", name) == 1 && !known_name(nm, name)) {
+						if (!bad++) snprintf(first, cap, "%s", name);
+					}
+				continue;
+			}
+			if (c[0] == '[') { sscanf(c, "[%95[a-z_]]", sec[0]); continue; }
+			char key[96];
+			if (sscanf(c, "%95[a-z_] =", key) == 1) snprintf(name, sizeof(name), "%s.%s", sec[0], key);
+		} else if (fmt == EXPORT_NANOTRON && !comment) {
+			int ind = (int)strspn(c, " ") / 2;
+			char key[96];
+			if (ind > 2 || sscanf(c + 2 * ind, "%95[a-z_]:", key) != 1) continue;
+			snprintf(sec[ind], sizeof(sec[0]), "%s", key);
+			if (!strchr(c, ':') || strchr(c, ':')[1] == 0) { /* a section: its keys follow */
+				if (ind == 0) continue;
+			}
+			if (ind == 0) snprintf(name, sizeof(name), "%s", key);
+			else if (ind == 1) snprintf(name, sizeof(name), "%s.%s", sec[0], key);
+			else snprintf(name, sizeof(name), "%s.%s.%s", sec[0], sec[1], key);
+		} else if (fmt == EXPORT_DEEPSPEED && !comment) {
+			for (const char *q = strchr(c, '"'); q; q = strchr(q + 1, '"')) {
+				const char *e = strchr(q + 1, '"');
+				if (!e) break;
+				if (e[1] == ':' && e - q - 1 < 96) {
+					snprintf(name, sizeof(name), "%.*s", (int)(e - q - 1), q + 1);
+					if (!known_name(nm, name) && !bad++) snprintf(first, cap, "%s", name);
+					name[0] = 0;
+				}
+				q = e;
+			}
+		}
+		if (name[0] && !known_name(nm, name) && !bad++) snprintf(first, cap, "%s", name);
+	}
+	free(copy);
+	return bad;
+}
+
+/* plans that exercise every feature an export writes */
+static const char *const *const launch_plans[] = {
+	(const char *const[]){"gpus", "512", "tp", "8", "pp", "4", "vpp", "5", "cp", "2", "sp", "1", "zero", "1",
+			      "recompute", "selective", "gbs", "512", "seq", "8192", "overlap_grad_reduce", "1",
+			      "overlap_param_gather", "1", "overlap_tp_comm", "1", NULL},
+	(const char *const[]){"gpus", "512", "tp", "8", "pp", "4", "schedule", "interleaved", "vpp", "5", "gbs", "512",
+			      "seq", "8192", "overlap_p2p", "0", "order", "tp-cp-pp-dp", NULL},
+	(const char *const[]){"gpus", "256", "tp", "2", "zero", "3", "gbs", "256", "seq", "4096", "recompute", "full",
+			      "overlap_grad_reduce", "1", "overlap_param_gather", "1", NULL},
+	(const char *const[]){"gpus", "256", "tp", "4", "zero", "2", "sp", "1", "gbs", "256", "seq", "4096",
+			      "overlap_param_gather", "1", NULL},
+	(const char *const[]){"gpus", "64", "tp", "8", "pp", "4", "schedule", "zb-v", "gbs", "64", "seq", "8192",
+			      "recompute", "full", "recompute_layers", "3", "precision", "fp8", NULL},
+	(const char *const[]){"gpus", "32", "tp", "8", "pp", "4", "gbs", "32", "stage_layers", "18,21,21,20", NULL},
+	(const char *const[]){"gpus", "32", "tp", "8", "pp", "4", "gbs", "32", "stage_layers", "22,19,19,20",
+			      "order", "tp-dp-cp-pp", NULL},
+	(const char *const[]){"gpus", "64", "tp", "4", "pp", "4", "schedule", "dualpipe", "gbs", "64", "seq", "4096", NULL},
+};
+#define NLAUNCH (sizeof(launch_plans) / sizeof(launch_plans[0]))
+
+static void test_names(void)
+{
+	static const char *const files[] = {"megatron.txt", "nanotron.txt", "torchtitan.txt", "deepspeed.txt"};
+	for (int fmt = 0; fmt < 4; fmt++) {
+		struct names nm;
+		CHECK(load_names(files[fmt], &nm) == 0 && nm.n > 50, "tests/frameworks/%s: %d names", files[fmt], nm.n);
+		for (size_t i = 0; i < NLAUNCH; i++) {
+			int notes;
+			char *out = run_export(launch_plans[i], (enum export_format)fmt, &notes), first[160];
+			CHECK(out != NULL, "%s plan %zu exports", files[fmt], i);
+			if (!out) continue;
+			int bad = unknown_names((enum export_format)fmt, out, &nm, first, sizeof(first));
+			CHECK(bad == 0, "%s plan %zu: %d names the framework does not have, first '%s'", files[fmt], i, bad, first);
+			free(out);
+		}
+		free_names(&nm);
+	}
+}
+
+/* torchtitan v0.2.2 builds ceil((L + a + b) / layers_per_stage) stages and spreads the L + a + b
+ * effective layers over them, the first ones one more, the first stage a fewer and the last b
+ * fewer (pipeline_parallel.py, pipeline_module_split and generate_llm_fqn_per_model_part):
+ * rebuilt here from the exported keys, the split must be the plan's */
+static void tt_rebuild(const char *out, int L, int pp, int single, int *counts, int *n)
+{
+	int lps = 0, a = 1, b = 1; /* torchtitan's defaults */
+	const char *s;
+	*n = 0;
+	if ((s = strstr(out, "pipeline_parallel_layers_per_stage = "))) lps = atoi(s + 37);
+	if ((s = strstr(out, "pipeline_parallel_first_stage_less_layers = "))) a = atoi(s + 44);
+	if ((s = strstr(out, "pipeline_parallel_last_stage_less_layers = "))) b = atoi(s + 43);
+	int e = L + a + b, stages = lps ? (e + lps - 1) / lps : pp * (single ? 1 : 2);
+	if (stages % pp || (single && stages != pp) || (!single && stages / pp < 2)) return;
+	int per = e / stages, extra = e % stages;
+	if (per < a || per < b) return;
+	for (int i = 0; i < stages; i++) counts[i] = per + (i < extra) - (i == 0 ? a : 0) - (i == stages - 1 ? b : 0);
+	*n = stages;
+}
+
+static void test_launchable(void)
+{
+	int notes, counts[64], n;
+	/* the issue's case: 80 layers, pp 4, 5 chunks of 4 layers; torchtitan's defaults would make
+	 * ceil(82 / 4) = 21 stages and refuse them */
+	const char *const v5[] = {"gpus", "512", "tp", "8", "pp", "4", "vpp", "5", "schedule", "interleaved",
+				  "gbs", "512", "seq", "8192", NULL};
+	char *out = run_export(v5, EXPORT_TORCHTITAN, &notes);
+	tt_rebuild(out ? out : "", 80, 4, 0, counts, &n);
+	int ok = n == 20;
+	for (int i = 0; ok && i < n; i++) ok = counts[i] == 4;
+	CHECK(ok, "torchtitan rebuilds 20 stages of 4 layers from the keys (got %d stages)", n);
+	CHECK(out && strstr(out, "--parallelism.pipeline_parallel_first_stage_less_layers 0"), "torchtitan: overrides for main too");
+	free(out);
+	/* an uneven 1F1B split the keys can express: 19/20/20/21 is 80 + a 1-layer shortfall on the first */
+	const char *const un[] = {"gpus", "32", "tp", "8", "pp", "4", "gbs", "32", "stage_layers", "21,20,20,19", NULL};
+	out = run_export(un, EXPORT_TORCHTITAN, &notes);
+	tt_rebuild(out ? out : "", 80, 4, 1, counts, &n);
+	CHECK(n == 4 && counts[0] == 21 && counts[1] == 20 && counts[2] == 20 && counts[3] == 19,
+	      "torchtitan rebuilds 21/20/20/19 (got %d stages: %d/%d/...)", n, n ? counts[0] : 0, n > 1 ? counts[1] : 0);
+	free(out);
+	/* Megatron-FSDP asserts --ckpt-format fsdp_dtensor; tp-cp-pp-dp is --use-tp-pp-dp-mapping */
+	out = run_export(launch_plans[2], EXPORT_MEGATRON, &notes);
+	CHECK(out && has_line(out, "--use-megatron-fsdp \\") && has_line(out, "--ckpt-format fsdp_dtensor \\") &&
+	      has_line(out, "--data-parallel-sharding-strategy optim_grads_params \\"), "megatron: ZeRO-3 as Megatron-FSDP with its format");
+	CHECK(out && has_line(out, "--overlap-grad-reduce \\") && has_line(out, "--overlap-param-gather \\"), "megatron: ZeRO-3 overlaps");
+	free(out);
+	out = run_export(launch_plans[1], EXPORT_MEGATRON, &notes);
+	CHECK(out && strstr(out, "\n--use-tp-pp-dp-mapping") && !strstr(out, "no equivalent: rank order"),
+	      "megatron: tp-cp-pp-dp is --use-tp-pp-dp-mapping");
+	CHECK(out && has_line(out, "--no-overlap-p2p-communication \\"), "megatron: interleaved sends not overlapped");
+	free(out);
+	/* parameter-gather overlap without gradient-reduction overlap: Megatron needs both */
+	out = run_export(launch_plans[3], EXPORT_MEGATRON, &notes);
+	CHECK(out && !strstr(out, "--overlap-param-gather") && strstr(out, "no equivalent: parameter-gather overlap without"),
+	      "megatron: a lone parameter-gather overlap is named, not written");
+	free(out);
+	/* DeepSpeed writes overlap_comm and the TP overlap as the plan has them */
+	for (int on = 0; on < 2; on++) {
+		const char *const ds[] = {"gpus", "64", "tp", "2", "zero", "2", "gbs", "64", "seq", "4096",
+					  "overlap_grad_reduce", on ? "1" : "0", "overlap_tp_comm", on ? "1" : "0", NULL};
+		out = run_export(ds, EXPORT_DEEPSPEED, &notes);
+		char want[64];
+		snprintf(want, sizeof(want), "\"overlap_comm\": %s", on ? "true" : "false");
+		CHECK(out && strstr(out, want), "deepspeed: %s", want);
+		snprintf(want, sizeof(want), "\"tp_overlap_comm\": %s", on ? "true" : "false");
+		CHECK(out && strstr(out, want), "deepspeed: %s", want);
+		free(out);
+	}
+	/* torchtitan: async TP is the plan's TP overlap, compiled as v0.2.x needs */
+	out = run_export(launch_plans[0], EXPORT_TORCHTITAN, &notes);
+	CHECK(out && has_line(out, "enable_async_tensor_parallel = true") && has_line(out, "[compile]") &&
+	      has_line(out, "enable = true"), "torchtitan: async TP with compile");
+	free(out);
+}
+
 int main(void)
 {
 	enum export_format f;
@@ -205,5 +415,7 @@ int main(void)
 	test_torchtitan();
 	test_deepspeed();
 	test_fp16();
+	test_names();
+	test_launchable();
 	return test_summary("test_export");
 }

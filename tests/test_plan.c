@@ -91,6 +91,20 @@ static void check_layout_etp(int tp, int cp, int dp, int pp, int ep, int etp, co
 		for (int r = 0; r < world; r++) if (seen[r] != 1) bad++;
 		CHECK(bad == 0, "layout %d/%d/%d/%d ep%d %s: group %s does not partition the ranks (%d errors)",
 		      tp, cp, dp, pp, ep, order, group_name((enum group_kind)g), bad);
+		/* units of every size rank 0's group touches, against a count over its member list */
+		int n = layout_group(&l, (enum group_kind)g, 0, ranks, 4096), wrong = 0;
+		for (int unit = 1; unit <= world; unit++) {
+			int distinct = 0;
+			for (int i = 0; i < n; i++) {
+				int dup = 0;
+				for (int j = 0; j < i; j++) dup |= ranks[j] / unit == ranks[i] / unit;
+				distinct += !dup;
+			}
+			if (unit >= world) distinct = 1;
+			wrong += layout_group_units(&l, (enum group_kind)g, unit) != distinct;
+		}
+		CHECK(wrong == 0, "layout %d/%d/%d/%d ep%d etp%d %s: group %s touches the wrong number of units for %d unit sizes",
+		      tp, cp, dp, pp, ep, etp, order, group_name((enum group_kind)g), wrong);
 	}
 	if (!strncmp(order, "tp", 2)) {
 		int contiguous = 1;
@@ -152,6 +166,11 @@ static void test_layout(void)
 	check_layout(2, 2, 2, 2, 2, "tp-cp-dp-pp", 8);
 	check_layout(4, 2, 4, 2, 4, "tp-dp-cp-pp", 8);
 	check_layout(2, 1, 6, 3, 3, "pp-dp-tp-cp", 4);
+	check_layout(1, 4, 8, 2, 8, "tp-dp-cp-pp", 8);
+	check_layout(2, 2, 8, 4, 4, "tp-dp-cp-pp", 4);
+	check_layout(2, 2, 4, 3, 4, "tp-cp-pp-dp", 8);
+	check_layout_etp(4, 2, 4, 2, 8, 1, "tp-cp-pp-dp", 8);
+	check_layout_etp(4, 1, 6, 2, 12, 2, "tp-cp-dp-pp", 8);
 	/* node crossings: 512 GPUs, tp8 inner on 8-GPU nodes -> TP stays in one node; DP of 8
 	 * with stride 8 spans 8 nodes; PP stride 64 spans 8 nodes */
 	struct plan p;

@@ -179,6 +179,47 @@ static void test_engine_gather(void)
 	sched_destroy(s);
 }
 
+/* Blocking (not overlapped) reductions and sends hold the compute stream. One rank, F 1 then
+ * BW 2, three micro-batches, a reduction of 0.5 after every backward: on its own stream the
+ * compute ends at 3·3 = 9 and the step at 9.5; blocking, each backward is followed by its
+ * reduction, so the compute ends at 9 + 2·0.5 = 10 and the step at 10.5. Two stages of 1F1B
+ * with m 2, unit F and BW and sends of 0.25: on their own stream rank 1 runs F0 1.25–2.25, B0,
+ * F1 3.25–4.25, B1 4.25–5.25, whose gradient reaches rank 0 at 5.5, so rank 0 ends at 6.5;
+ * blocking, each sender waits for its send, rank 1 runs F1 3.5–4.5 and B1 4.5–5.5 and rank 0
+ * ends at 5.75 + 1 = 6.75. */
+static void test_engine_blocking(void)
+{
+	char err[ERR_LEN];
+	struct sched *s = sched_create(SCHED_1F1B, 1, 3, 1, err);
+	CHECK(s != NULL, "sched: %s", err);
+	if (!s) return;
+	double f[1] = {1}, b[1] = {2}, red[1] = {0.5};
+	struct engine_costs c = {.t_f = f, .t_b = b, .dp_reduce = red, .dp_every_mb = 1};
+	struct engine_result r;
+	CHECK(engine_run(s, &c, &r, err) == 0, "engine: %s", err);
+	CHECK_REL(r.rank[0].end, 9, 1e-12, "reductions on their own stream: compute ends at 9");
+	CHECK_REL(r.step, 9.5, 1e-12, "reductions on their own stream: step 9.5");
+	engine_result_free(&r);
+	c.dp_blocking = 1;
+	CHECK(engine_run(s, &c, &r, err) == 0, "engine: %s", err);
+	CHECK_REL(r.step, 10.5, 1e-12, "blocking reductions: step 10.5");
+	engine_result_free(&r);
+	sched_destroy(s);
+	s = sched_create(SCHED_1F1B, 2, 2, 1, err);
+	CHECK(s != NULL, "sched: %s", err);
+	if (!s) return;
+	double f2[2] = {1, 1}, b2[2] = {1, 1}, p2p[1] = {0.25};
+	struct engine_costs c2 = {.t_f = f2, .t_b = b2, .p2p = p2p};
+	CHECK(engine_run(s, &c2, &r, err) == 0, "engine: %s", err);
+	CHECK_REL(r.rank[0].end, 6.5, 1e-12, "sends on their own stream: rank 0 ends at 6.5");
+	engine_result_free(&r);
+	c2.p2p_blocking = 1;
+	CHECK(engine_run(s, &c2, &r, err) == 0, "engine: %s", err);
+	CHECK_REL(r.rank[0].end, 6.75, 1e-12, "blocking sends: rank 0 ends at 6.75");
+	engine_result_free(&r);
+	sched_destroy(s);
+}
+
 static void test_event_plan(void)
 {
 	char err[ERR_LEN];
@@ -222,6 +263,7 @@ int main(void)
 	test_op_times();
 	test_engine_dp();
 	test_engine_gather();
+	test_engine_blocking();
 	test_event_plan();
 	return test_summary("test_reports");
 }

@@ -1,7 +1,10 @@
 /* export — a plan written as another framework's launch settings: Megatron-LM
  * pretrain_gpt.py flags, a nanotron YAML fragment, a torchtitan v0.2.x TOML fragment (plus the
  * equivalent --section.key overrides for torchtitan main), or a DeepSpeed config. Flag and key
- * names follow reference/ecosystem.md §3, which cites each framework's source.
+ * names are the frameworks' own (tests/frameworks/ lists them from each framework's source and
+ * tests/test_export.c checks every name written). Overlap switches are written exactly as the
+ * estimate priced them, the layer split as the framework rebuilds it, and the flags a feature
+ * needs travel with it (Megatron-FSDP's checkpoint format, the rank-order mapping).
  *
  * Ownership: nothing is allocated; output goes to the caller's FILE.
  *

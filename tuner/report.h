@@ -1,10 +1,13 @@
-/* report — the pictures of a tune report: for the top 3 plans a bubble diagram and a memory
- * chart, for the top 5 a comparison chart, each simulated with the event engine
- * (sim/event.h) and drawn by reports/plan_charts.h into the report's directory as SVG. The
- * Markdown/HTML text that links them is written by search_write_report (tuner/search.h).
+/* report — the pictures of a tune report: for the top 3 plans a bubble diagram (the event
+ * engine's timeline) and a memory chart (the estimate's breakdown per rank kind, the engine's
+ * memory over the step), for the top 5 a comparison of step-time parts and peak memory against
+ * each plan's capacity (analytical estimate, the table's figures). Each is drawn by
+ * reports/plan_charts.h as PNG and as SVG into the report's directory. The Markdown/HTML text
+ * that shows them is written by search_write_report (tuner/search.h).
  *
  * Ownership: the caller owns `out`; file names in it are relative to the directory.
- * Invariant: every picture listed in `out` exists and is non-empty in the directory. */
+ * Invariant: every picture listed in `out` exists and is non-empty in the directory in both
+ * formats. */
 #ifndef SCALEPLAN_REPORT_H
 #define SCALEPLAN_REPORT_H
 
@@ -13,7 +16,7 @@
 #define REPORT_MAX_PICS 8
 
 struct report_pic {
-	char file[32];        /* e.g. "bubble_1.svg" */
+	char png[32], svg[32]; /* e.g. "bubble_1.png", "bubble_1.svg" */
 	char caption[256];
 };
 struct report_pics {

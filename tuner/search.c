@@ -1,74 +1,19 @@
-/* search — enumerate, price, prune, rank; then re-time the finalists with the event engine.
- * The loops go from the degrees (cheap integer checks, each failure counted for every plan
- * below it) down to the micro-batch, where a plan is built, validated by plan_validate and
- * priced by estimate_plan. */
+/* search — enumerate, price, prune, rank, merge twins, partition the finalists. The loops go
+ * from the degrees (cheap integer checks, each failure counted for every plan below it) down
+ * to the micro-batch and the overlap switches, where a plan is built, validated by
+ * plan_validate and priced by estimate_plan. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tuner/search.h"
 #include "tuner/search_impl.h"
-#include "sim/event.h"
+#include "sim/layout.h"
 #include "sim/flops.h"
 #include "sim/hw.h"
 #include "sim/model.h"
 #include "sim/util.h"
 
-static const char *const reason_names[REJ_COUNT] = {
-	"tp larger than a node", "tp does not divide heads/kv heads/vocab/ffn",
-	"2*cp does not divide seq", "tp does not divide seq/cp (SP)", "more stages than layers",
-	"ep does not divide experts or dp*cp", "dp*mbs does not divide the global batch",
-	"schedule micro-batch rules", "other plan rule", "does not fit in memory",
-	"does not fit in memory (model states alone)",
-	"does not fit in memory (smaller micro-batch already did not)",
-	"dominated (less recompute already fits)"};
-static const char *const order_names[] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
-static const char *const objective_names[] = {"throughput", "cost", "time"};
-
-const char *search_reason_name(enum reject_reason r) { return r < REJ_COUNT ? reason_names[r] : "?"; }
-const char *search_order_name(int order) { return order >= 0 && order < 3 ? order_names[order] : "?"; }
-const char *objective_name(enum objective o) { return o <= OBJ_TIME ? objective_names[o] : "?"; }
-
-void search_fix_init(struct search_fix *f)
-{
-	f->dp = f->tp = f->pp = f->cp = f->ep = f->vpp = f->zero = f->sp = -1;
-	f->recompute = f->recompute_layers = f->mbs = f->schedule = f->order = -1;
-}
-
-int search_fix_parse(struct search_req *rq, const char *kv, char *err)
-{
-	const char *eq = strchr(kv, '=');
-	if (!eq || eq == kv) return errf(err, "--fix: '%s' is not key=value", kv);
-	char key[64];
-	size_t n = (size_t)(eq - kv);
-	if (n >= sizeof(key)) return errf(err, "--fix: key too long in '%s'", kv);
-	memcpy(key, kv, n);
-	key[n] = 0;
-	for (char *c = key; *c; c++) if (*c == '-') *c = '_';
-	/* parse through the one plan parser, then read the value back */
-	struct plan probe = rq->base;
-	if (plan_set(&probe, key, eq + 1, err)) return -1;
-	struct search_fix *f = &rq->fix;
-	struct { const char *k; int *dst; int val; } dims[] = {
-		{"dp", &f->dp, probe.dp}, {"tp", &f->tp, probe.tp}, {"pp", &f->pp, probe.pp},
-		{"cp", &f->cp, probe.cp}, {"ep", &f->ep, probe.ep}, {"vpp", &f->vpp, probe.vpp},
-		{"zero", &f->zero, probe.zero}, {"sp", &f->sp, probe.sp},
-		{"recompute", &f->recompute, (int)probe.recompute},
-		{"recompute_layers", &f->recompute_layers, probe.recompute_layers},
-		{"mbs", &f->mbs, probe.mbs}, {"schedule", &f->schedule, (int)probe.schedule}};
-	for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++)
-		if (!strcmp(key, dims[i].k)) { *dims[i].dst = dims[i].val; return 0; }
-	if (!strcmp(key, "order")) {
-		for (int o = 0; o < 3; o++)
-			if (!strcmp(probe.order, order_names[o])) { f->order = o; return 0; }
-		return errf(err, "--fix order: the search knows %s, %s and %s", order_names[0], order_names[1], order_names[2]);
-	}
-	if (!strcmp(key, "stage_layers"))
-		return errf(err, "--fix stage_layers: the tuner balances each finalist's split itself; pin pp and schedule instead");
-	if (!strcmp(key, "gpus") || !strcmp(key, "gbs") || !strcmp(key, "seq") ||
-	    !strcmp(key, "model") || !strcmp(key, "gpu"))
-		return errf(err, "--fix %s: give it as its own option, not a fix", key);
-	rq->base = probe; /* precision, overlaps, fp32_grads, gpus_per_node, ... */
-	return 0;
-}
+static const char *const order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 
 /* ---- enumeration state ---- */
 
@@ -80,8 +25,60 @@ struct ctx {
 	int gpus;                  /* world size being enumerated */
 	double best_excess;        /* closest infeasible plan: least peak/capacity */
 	double params_dense, params_expert; /* whole model, for the model-state bound */
+	double cap_bound;          /* HBM less what no plan's pool can use (context, one communicator) */
+	double f0, f1;             /* progress: the fraction of the space this world covers */
+	long next_progress;        /* enumerated count at which to report progress next */
+	int dominated;             /* a reason every plan below the current schedule takes (AFAB), or -1 */
+	/* the bound (search.h, pruning 6): the K best distinct scores so far (a min-heap) and the
+	 * best score so far of each shape (-1: none fits yet) */
+	double *kbest;
+	int nk, k;
+	double shape_best[SEARCH_NSHAPES];
+	/* upper bounds on the score of the plans of the current schedule and order, by [zero][sp]
+	 * [micro-batch 1,2,4,8][recompute option]: a priced score, or the bound that skipped it;
+	 * -1 unknown */
+	double ubt[4][2][4][4];
 	struct plan scratch;
 };
+
+/* the score a plan must beat to be shown: the K-th best so far and the best so far of every
+ * shape it has; -1 while any of them is unknown */
+static double show_bar(const struct ctx *c, const struct search_cand *k)
+{
+	if (c->nk < c->k) return -1;
+	double bar = c->kbest[0];
+	for (int i = 0; i < SEARCH_NSHAPES; i++)
+		if (search_shapes[i].has(k)) {
+			if (c->shape_best[i] < 0) return -1;
+			if (c->shape_best[i] < bar) bar = c->shape_best[i];
+		}
+	return bar;
+}
+
+/* a fitting plan raises the bars; equal scores count once (a twin merged later must not
+ * take a second place among the K) */
+static void raise_bar(struct ctx *c, const struct search_cand *k)
+{
+	for (int i = 0; i < SEARCH_NSHAPES; i++)
+		if (search_shapes[i].has(k) && k->score > c->shape_best[i]) c->shape_best[i] = k->score;
+	double *h = c->kbest;
+	for (int i = 0; i < c->nk; i++) if (h[i] == k->score) return;
+	if (c->nk == c->k && k->score <= h[0]) return;
+	int i = c->nk < c->k ? c->nk++ : 0;
+	h[i] = k->score;
+	if (i) { /* sift up */
+		for (; i > 0 && h[(i - 1) / 2] > h[i]; i = (i - 1) / 2) { double t = h[i]; h[i] = h[(i - 1) / 2]; h[(i - 1) / 2] = t; }
+		return;
+	}
+	for (;;) { /* the root replaced: sift down */
+		int l = 2 * i + 1, r = l + 1, m = i;
+		if (l < c->nk && h[l] < h[m]) m = l;
+		if (r < c->nk && h[r] < h[m]) m = r;
+		if (m == i) break;
+		double t = h[i]; h[i] = h[m]; h[m] = t;
+		i = m;
+	}
+}
 
 #define MILP_EACH_S 0.1   /* GLPK's time limit per finalist */
 #define MILP_TOTAL_S 0.3  /* and over all finalists */
@@ -114,6 +111,11 @@ static int build_plan(const struct search_req *rq, const struct search_cand *k, 
 	p->mbs = k->mbs; p->gbs = rq->gbs; p->seq = rq->seq;
 	p->schedule = (enum schedule)k->schedule;
 	strcpy(p->order, order_names[k->order]);
+	p->overlap_grad_reduce = !!(k->overlap & OV_GRAD);
+	p->overlap_param_gather = !!(k->overlap & OV_PARAM);
+	p->overlap_tp_comm = !!(k->overlap & OV_TP);
+	p->overlap_p2p = !!(k->overlap & OV_P2P);
+	p->overlap_tp_bwd = !!(k->overlap & OV_TPBWD);
 	p->nstage_layers = 0;
 	if (k->stage_layers && k->nstage_layers > 0 && k->nstage_layers <= PLAN_MAX_STAGES) {
 		memcpy(p->stage_layers, k->stage_layers, sizeof(int) * (size_t)k->nstage_layers);
@@ -139,18 +141,19 @@ static double model_state_bound(const struct ctx *c, const struct search_cand *k
 	return per * (bytes_per_param[k->zero][0] + bytes_per_param[k->zero][1] / n);
 }
 
-/* Prices one candidate: 1 fits, 0 does not fit, -1 rejected (counted), -2 out of memory. */
+/* Prices one candidate: 1 fits, 0 priced and does not fit (its score is set), 2 does not fit
+ * without being priced, -1 rejected (counted), -2 out of memory. */
 static int price(struct ctx *c, struct search_cand *k)
 {
 	char err[ERR_LEN];
 	struct search_result *r = c->res;
 	struct estimate e;
-	double bound = model_state_bound(c, k);
+	double bound = model_state_bound(c, k) + c->rq->h->workspace_bytes;
 	/* pruned, unless it might be the closest plan yet (the peak is at least the bound) */
-	if (!c->rq->exhaustive && bound > c->rq->h->hbm_bytes &&
-	    r->have_closest && bound / c->rq->h->hbm_bytes >= c->best_excess) {
+	if (!c->rq->exhaustive && bound > c->cap_bound &&
+	    r->have_closest && bound / c->cap_bound >= c->best_excess) {
 		r->rejected[REJ_MEMORY_STATES]++;
-		return 0;
+		return 2;
 	}
 	if (build_plan(c->rq, k, &c->scratch, err) || estimate_plan(c->rq->m, c->rq->h, &c->scratch, &e, err)) {
 		r->rejected[REJ_OTHER]++;
@@ -166,7 +169,6 @@ static int price(struct ctx *c, struct search_cand *k)
 	k->bubble_fraction = e.bubble_fraction;
 	k->exposed_comm_s = e.exposed_comm_s;
 	k->fits = e.fits;
-	k->refined = 0;
 	k->score = search_score(c->rq, k);
 	if (!e.fits) {
 		r->rejected[REJ_MEMORY]++;
@@ -180,6 +182,7 @@ static int price(struct ctx *c, struct search_cand *k)
 	}
 	r->feasible++;
 	if (add_feasible(c, k)) return -2;
+	if (c->kbest) raise_bar(c, k);
 	return 1;
 }
 
@@ -200,11 +203,96 @@ static int rc_option(const struct search_fix *fx, int i, int stage_layers, int *
 	return !FIXED(fx->recompute, *mode);
 }
 
-/* The innermost loops: micro-batch, then recompute, with the two prunings. */
+/* The overlap switches that change candidate k's estimate (search.h): *free_mask those the
+ * search chooses, *on the value of each pinned or chosen-on switch. TP overlap is a choice
+ * only with SP (every framework that overlaps TP collectives needs the sequence-parallel
+ * layout); the TP backward alone matters only when TP overlap is off. A switch pinned on stays
+ * on wherever it applies. */
+static void overlap_options(const struct search_req *rq, const struct search_cand *k, int *free_mask, int *on)
+{
+	const struct search_fix *fx = &rq->fix;
+	int blocking_p2p = k->schedule == SCHED_AFAB || k->schedule == SCHED_1F1B || k->schedule == SCHED_INTERLEAVED;
+	int applies = (k->dp * k->cp > 1 ? OV_GRAD : 0) | (k->zero >= 1 && k->dp * k->cp > 1 ? OV_PARAM : 0) |
+		      (k->tp > 1 ? OV_TP | OV_TPBWD : 0) | (blocking_p2p ? OV_P2P : 0);
+	*free_mask = *on = 0;
+	for (int i = 0; i < OV_COUNT; i++) {
+		int bit = 1 << i;
+		if (!(applies & bit)) continue;
+		/* moot under TP overlap; the exhaustive search prices it there too (the same plan) */
+		if (bit == OV_TPBWD && (*on & OV_TP) && !(rq->exhaustive && (*free_mask & OV_TP))) continue;
+		if (fx->overlap[i] >= 0) { if (fx->overlap[i]) *on |= bit; continue; }
+		if (bit == OV_TP && !k->sp) continue;
+		*free_mask |= bit;
+		*on |= bit;
+	}
+}
+
+/* Prices k under every overlap variant the search keeps: with pruning only the one with every
+ * free switch on (the others are dominated: turning a switch on never adds time or memory);
+ * exhaustive, all of them. Returns what price() returned for the first variant, -2 out of
+ * memory. */
+struct overlaps { int free_mask, on; long variants; };
+
+static void overlaps_of(const struct search_req *rq, const struct search_cand *k, struct overlaps *o)
+{
+	overlap_options(rq, k, &o->free_mask, &o->on);
+	o->variants = 1L << __builtin_popcount((unsigned)o->free_mask);
+}
+
+static int price_overlaps(struct ctx *c, struct search_cand *k, const struct overlaps *ov)
+{
+	struct search_result *r = c->res;
+	int free_mask = ov->free_mask, on = ov->on;
+	long variants = ov->variants;
+	r->enumerated += variants;
+	if (!c->rq->exhaustive) {
+		k->overlap = on;
+		r->rejected[REJ_OVERLAP_OFF] += variants - 1;
+		return price(c, k);
+	}
+	int first = 0;
+	for (int sub = free_mask;; sub = (sub - 1) & free_mask) {
+		k->overlap = (on & ~free_mask) | sub;
+		int f = price(c, k);
+		if (f == -2) return -2;
+		if (sub == free_mask) first = f;
+		if (!sub) break;
+	}
+	return first;
+}
+
+/* Counts the enumerated plans of one (micro-batch, recompute) choice, every overlap variant,
+ * under a rejection reason. */
+static void reject_all(struct ctx *c, const struct overlaps *ov, int reason)
+{
+	c->res->enumerated += ov->variants;
+	c->res->rejected[reason] += ov->variants;
+}
+
+/* An upper bound on candidate k's score (-1: none known) from the plans already priced that
+ * differ from it in one knob toward less time (search.h, pruning 6): a lighter recompute option
+ * (none is never slower than the rest; selective and half never slower than full), SP on
+ * (the same collectives, element-wise work on 1/tp of the tokens), or ZeRO-1 in place of
+ * ZeRO-2 (the same gradient reduction once per step instead of every micro-batch). */
+static double score_cap(const struct ctx *c, const struct search_cand *k, int mi, int i)
+{
+	const double *ub = c->ubt[k->zero][k->sp][mi];
+	double cap = -1;
+	for (int l = 0; l < (i == 3 ? 3 : i > 0 ? 1 : 0); l++)
+		if (ub[l] >= 0) cap = cap < 0 ? ub[l] : fmin(cap, ub[l]);
+	double sib[2] = {k->sp == 0 && k->tp > 1 ? c->ubt[k->zero][1][mi][i] : -1,
+			 k->zero == 2 ? c->ubt[1][k->sp][mi][i] : -1};
+	for (int j = 0; j < 2; j++)
+		if (sib[j] >= 0) cap = cap < 0 ? sib[j] : fmin(cap, sib[j]);
+	return cap;
+}
+
+/* The innermost loops: micro-batch, then recompute, with the prunings. */
 static int inner(struct ctx *c, struct search_cand *k, int rej, int stage_layers) /* rej -1: none */
 {
 	const struct search_req *rq = c->rq;
-	struct search_result *r = c->res;
+	struct overlaps ov; /* the overlap switches do not depend on the micro-batch or recompute */
+	overlaps_of(rq, k, &ov);
 	int mbs_dead = 0;
 	for (int mbs = 1; mbs <= 8; mbs *= 2) {
 		if (FIXED(rq->fix.mbs, mbs)) continue;
@@ -218,22 +306,37 @@ static int inner(struct ctx *c, struct search_cand *k, int rej, int stage_layers
 			    ((s == SCHED_DUALPIPE || s == SCHED_DUALPIPEV) && (mb % 2 || mb < 2 * k->pp)))
 				rej2 = REJ_SCHEDULE;
 		}
-		int any_fit = 0, fit_at = -1;
+		if (rej2 < 0 && c->dominated >= 0) rej2 = c->dominated;
+		int any_fit = 0, fit_at = -1, skipped = 0, mi = mbs == 1 ? 0 : mbs == 2 ? 1 : mbs == 4 ? 2 : 3;
+		double *ub = c->ubt[k->zero][k->sp][mi];
 		for (int i = 0; i < NRC; i++) {
 			int mode, layers;
 			if (!rc_option(&rq->fix, i, stage_layers, &mode, &layers)) continue;
-			r->enumerated++;
-			if (rej2 >= 0) { r->rejected[rej2]++; continue; }
-			if (mbs_dead && !rq->exhaustive) { r->rejected[REJ_MEMORY_MBS]++; continue; }
-			/* dominated: none fits -> everything else; selective or half fits -> full */
-			if (!rq->exhaustive && fit_at >= 0 && (fit_at == 0 || i == 3)) { r->rejected[REJ_DOMINATED]++; continue; }
 			k->recompute = mode;
 			k->recompute_layers = layers;
-			int f = price(c, k);
+			if (rej2 >= 0) { reject_all(c, &ov, rej2); continue; }
+			if (mbs_dead && !rq->exhaustive) { reject_all(c, &ov, REJ_MEMORY_MBS); continue; }
+			/* dominated: none fits -> everything else; selective or half fits -> full */
+			if (!rq->exhaustive && fit_at >= 0 && (fit_at == 0 || i == 3)) {
+				reject_all(c, &ov, REJ_DOMINATED);
+				ub[i] = ub[fit_at];
+				continue;
+			}
+			double cap = score_cap(c, k, mi, i);
+			if (!rq->exhaustive && cap >= 0 && cap < show_bar(c, k)) {
+				reject_all(c, &ov, REJ_BOUND);
+				skipped = 1;
+				ub[i] = cap;
+				continue;
+			}
+			int f = price_overlaps(c, k, &ov);
 			if (f == -2) return -1;
 			if (f == 1) { any_fit = 1; if (fit_at < 0) fit_at = i; }
+			if (f == 0 || f == 1) ub[i] = k->score;
 		}
-		if (rej2 < 0 && !any_fit) mbs_dead = 1;
+		/* a larger micro-batch never needs less memory: dead once no mode fits here (a mode
+		 * skipped by the bound might have fitted) */
+		if (rej2 < 0 && !any_fit && !skipped) mbs_dead = 1;
 	}
 	return 0;
 }
@@ -287,26 +390,41 @@ static int orders_for(const struct search_cand *k, int *ord)
 static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 {
 	const struct search_req *rq = c->rq;
-	int sched[16], vpp[16], ord[3];
+	int sched[16], vpp[16], ord[SEARCH_ORDERS], rep[SEARCH_ORDERS], mask[SEARCH_ORDERS];
 	int ns = schedules(rq->m, k->pp, sched, vpp);
+	int no = 0, all_ord[SEARCH_ORDERS], nall_ord = orders_for(k, all_ord);
+	for (int oi = 0; oi < nall_ord; oi++)
+		if (!FIXED(rq->fix.order, all_ord[oi])) ord[no++] = all_ord[oi];
+	/* twins only among plans no degree rule rejects (their signatures cost layout walks) */
+	for (int i = 0; i < no; i++) { rep[i] = i; mask[i] = 1 << ord[i]; }
+	if (rej < 0 && !rq->exhaustive) search_order_twins(rq, c->gpn, k, ord, no, rep, mask);
 	for (int si = 0; si < ns; si++) {
 		if (FIXED(rq->fix.schedule, sched[si]) || FIXED(rq->fix.vpp, vpp[si])) continue;
 		k->schedule = sched[si];
 		k->vpp = vpp[si];
+		c->dominated = sched[si] == SCHED_AFAB && !rq->exhaustive && rq->fix.schedule != SCHED_AFAB ? REJ_AFAB : -1;
 		int nst = stages_of(sched[si], k->pp, vpp[si]);
 		int rej1 = rej;
 		if (rej1 < 0 && nst > rq->m->layers) rej1 = REJ_LAYERS;
 		if (rej1 < 0 && sched[si] == SCHED_DUALPIPE && k->pp % 2) rej1 = REJ_SCHEDULE;
 		int stage_layers = rq->m->layers / (nst > 0 ? nst : 1);
 		if (sched[si] == SCHED_DUALPIPE) stage_layers = rq->m->layers / k->pp;
-		int no = orders_for(k, ord);
+		long plans[SEARCH_ORDERS]; /* enumerated under each order */
 		for (int oi = 0; oi < no; oi++) {
-			if (FIXED(rq->fix.order, ord[oi])) continue;
+			if (rep[oi] != oi) { /* a twin: the plans of its representative, counted again */
+				plans[oi] = plans[rep[oi]];
+				c->res->enumerated += plans[oi];
+				c->res->rejected[REJ_TWIN] += plans[oi];
+				continue;
+			}
+			long before = c->res->enumerated;
 			k->order = ord[oi];
+			k->orders = mask[oi];
+			for (double *u = &c->ubt[0][0][0][0]; u < &c->ubt[0][0][0][0] + sizeof(c->ubt) / sizeof(double); u++) *u = -1;
 			for (int zero = 0; zero <= 3; zero++) {
 				if (FIXED(rq->fix.zero, zero)) continue;
 				k->zero = zero;
-				for (int sp = 0; sp <= (k->tp > 1); sp++) {
+				for (int sp = k->tp > 1; sp >= 0; sp--) { /* SP on first: it bounds SP off */
 					if (FIXED(rq->fix.sp, sp)) continue;
 					k->sp = sp;
 					int rej2 = rej1;
@@ -314,6 +432,7 @@ static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 					if (inner(c, k, rej2, stage_layers)) return -1;
 				}
 			}
+			plans[oi] = c->res->enumerated - before;
 		}
 	}
 	return 0;
@@ -329,12 +448,16 @@ static int enumerate_world(struct ctx *c, int gpus, double f0, double f1)
 	for (int a = 0; a < ndiv; a++) {
 		int tp = divs[a];
 		if (FIXED(rq->fix.tp, tp)) continue;
-		if (rq->progress) rq->progress(rq->progress_ctx, f0 + (f1 - f0) * a / ndiv);
 		for (int b = 0; b < ndiv; b++) {
 			int cp = divs[b];
 			if (FIXED(rq->fix.cp, cp) || (gpus / tp) % cp) continue;
 			for (int d = 0; d < ndiv; d++) {
 				int pp = divs[d];
+				if (rq->progress && c->res->enumerated >= c->next_progress) {
+					double at = ((double)a * ndiv + b + (double)d / ndiv) / ((double)ndiv * ndiv);
+					rq->progress(rq->progress_ctx, c->res->enumerated, f0 + (f1 - f0) * at);
+					c->next_progress = c->res->enumerated + 20000;
+				}
 				if (FIXED(rq->fix.pp, pp) || (gpus / tp / cp) % pp) continue;
 				if (rq->max_pp && pp > rq->max_pp) continue;
 				int dp = gpus / tp / cp / pp;
@@ -360,65 +483,68 @@ static int enumerate_world(struct ctx *c, int gpus, double f0, double f1)
 	return 0;
 }
 
-/* ---- refinement with the event engine (sim/event.h: the whole step, DP tail included) ---- */
-
-static int cmp_score(const void *a, const void *b)
+/* The search's state before the first world: pins, bounds, the model's parameter split. */
+static int ctx_init(struct ctx *c, const struct search_req *rq, struct search_result *res, char *err)
 {
-	const struct search_cand *x = a, *y = b;
-	if (x->score != y->score) return x->score > y->score ? -1 : 1;
-	/* ties: less memory first, then fewer pipeline stages (simpler) */
-	if (x->peak_bytes != y->peak_bytes) return x->peak_bytes < y->peak_bytes ? -1 : 1;
-	return x->pp - y->pp;
+	memset(c, 0, sizeof(*c));
+	c->rq = rq;
+	c->res = res;
+	c->dominated = -1;
+	c->k = rq->top > 0 ? rq->top : 10;
+	for (int i = 0; i < SEARCH_NSHAPES; i++) c->shape_best[i] = -1;
+	if (!rq->exhaustive && !(c->kbest = malloc(sizeof(double) * (size_t)c->k))) return errf(err, "search: out of memory");
+	c->gpn = rq->base.gpus_per_node > 0 ? rq->base.gpus_per_node : rq->h->gpus_per_node;
+	/* every plan's peak holds the GEMM workspaces (added to the bound in price), and its pool
+	 * loses at least the CUDA context and the world communicator's NCCL buffers */
+	c->cap_bound = rq->h->hbm_bytes - rq->h->context_bytes -
+		       (double)rq->h->nccl_channels * rq->h->nccl_conns * rq->h->nccl_conn_bytes;
+	c->params_dense = embedding_params(rq->m) + head_params(rq->m);
+	for (int l = 0; l < rq->m->layers; l++) {
+		struct layer_params lp;
+		layer_params(rq->m, l, &lp);
+		c->params_dense += lp.total - lp.experts;
+		c->params_expert += lp.experts;
+	}
+	return 0;
 }
 
-/* Re-times k with the event engine; 0, or -1 when the engine did not run (k unchanged). */
-static int refine_one(const struct search_req *rq, struct search_cand *k)
+/* Nothing fits with the default splits: the closest plan may fit with a split that moves
+ * layers off its fullest stage (and recomputes what the caps need). */
+static int rescue_closest(struct ctx *c)
 {
-	char err[ERR_LEN];
-	struct plan p;
-	struct estimate e;
-	struct event_sim ev;
-	if (build_plan(rq, k, &p, err) || estimate_plan(rq->m, rq->h, &p, &e, err) ||
-	    event_run(rq->m, rq->h, &p, &e, NULL, &ev, err))
-		return -1;
-	int rc = -1;
-	if (ev.step_s > 0) {
-		k->step_s = ev.step_s;
-		k->tokens_per_s = ev.tokens_per_s;
-		k->tokens_per_s_per_gpu = ev.tokens_per_s_per_gpu;
-		k->mfu = ev.mfu;
-		k->bubble_fraction = ev.bubble_fraction;
-		k->exposed_comm_s = 0;
-		for (int d = 0; d < EV_DIM_COUNT; d++) k->exposed_comm_s += ev.exposed_s[d];
-		k->refined = 1;
-		rc = 0;
-	}
-	event_sim_free(&ev);
-	k->score = search_score(rq, k);
-	return rc;
+	struct search_result *res = c->res;
+	struct search_cand cl = res->closest;
+	cl.stage_layers = NULL;
+	cl.nstage_layers = 0;
+	search_partition_finalist(c->rq, &cl, MILP_EACH_S);
+	if (!cl.fits || !cl.partitioned) return 0;
+	cl.src = -1;
+	if (add_feasible(c, &cl)) { free(cl.stage_layers); return -1; }
+	res->rejected[REJ_MEMORY]--;
+	res->feasible++;
+	res->rescued = 1;
+	return 0;
 }
 
-/* A partitioned finalist is also re-timed in its default form (res->all[src]); the engine's
- * faster of the two is kept, so partitioning never makes a finalist slower in either model. */
-static void refine_top(const struct search_req *rq, struct search_result *res)
+/* The top K of all[] (ranked, twins merged) become the finalists, each with its best split
+ * (GLPK time: at most MILP_TOTAL_S over all of them). */
+static int take_finalists(const struct search_req *rq, struct search_result *res)
 {
-	for (int i = 0; i < res->ntop; i++) {
-		struct search_cand *k = &res->top[i];
-		if (refine_one(rq, k)) continue;
-		if (!k->partitioned || k->src < 0 || k->src >= res->nall) continue;
-		struct search_cand u = res->all[k->src];
-		if (refine_one(rq, &u)) continue;
-		k->uniform_refined_step_s = u.step_s;
-		if (u.step_s < k->step_s) {
-			free(k->stage_layers);
-			u.uniform_step_s = u.analytic_step_s;
-			u.uniform_refined_step_s = u.step_s;
-			u.src = k->src;
-			*k = u;
-		}
+	search_rank_and_merge(res);
+	int k = rq->top > 0 ? rq->top : 10;
+	if (k > res->nall) k = res->nall;
+	if (!(res->top = malloc(sizeof(*res->top) * (size_t)k))) return -1;
+	memcpy(res->top, res->all, sizeof(*res->top) * (size_t)k);
+	res->ntop = k;
+	for (int i = 0; i < res->nall; i++) { res->all[i].stage_layers = NULL; res->all[i].nstage_layers = 0; }
+	double milp_t0 = now_s();
+	for (int i = 0; i < k; i++) {
+		if (!res->rescued) res->top[i].src = i;
+		double left = MILP_TOTAL_S - (now_s() - milp_t0);
+		search_partition_finalist(rq, &res->top[i], left < MILP_EACH_S ? left : MILP_EACH_S);
 	}
-	qsort(res->top, (size_t)res->ntop, sizeof(*res->top), cmp_score);
-	res->refined = 1;
+	qsort(res->top, (size_t)res->ntop, sizeof(*res->top), search_cmp_full);
+	return 0;
 }
 
 int search_run(const struct search_req *rq, struct search_result *res, char *err)
@@ -427,17 +553,7 @@ int search_run(const struct search_req *rq, struct search_result *res, char *err
 	if (rq->gpus < 1 || rq->seq < 1 || rq->gbs < 1)
 		return errf(err, "search: gpus (%d), seq (%d) and gbs (%d) must be positive", rq->gpus, rq->seq, rq->gbs);
 	struct ctx c;
-	memset(&c, 0, sizeof(c));
-	c.rq = rq;
-	c.res = res;
-	c.gpn = rq->base.gpus_per_node > 0 ? rq->base.gpus_per_node : rq->h->gpus_per_node;
-	c.params_dense = embedding_params(rq->m) + head_params(rq->m);
-	for (int l = 0; l < rq->m->layers; l++) {
-		struct layer_params lp;
-		layer_params(rq->m, l, &lp);
-		c.params_dense += lp.total - lp.experts;
-		c.params_expert += lp.experts;
-	}
+	if (ctx_init(&c, rq, res, err)) return -1;
 	double t0 = now_s();
 	/* world sizes: exactly gpus for throughput; gpus, gpus/2, ... down to one node otherwise */
 	int worlds[32], nw = 0;
@@ -445,51 +561,15 @@ int search_run(const struct search_req *rq, struct search_result *res, char *err
 		worlds[nw++] = g;
 		if (rq->objective == OBJ_THROUGHPUT || g % 2 || g <= c.gpn) break;
 	}
-	for (int i = 0; i < nw; i++)
-		if (enumerate_world(&c, worlds[i], (double)i / nw, (double)(i + 1) / nw)) {
-			search_result_free(res);
-			return errf(err, "search: out of memory");
-		}
-	if (rq->progress) rq->progress(rq->progress_ctx, 1.0);
-	/* nothing fits with the default splits: the closest plan may fit with a split that moves
-	 * layers off its fullest stage (and recomputes what the caps need) */
-	if (!res->nall && res->have_closest && res->closest.pp > 1) {
-		struct search_cand cl = res->closest;
-		cl.stage_layers = NULL;
-		cl.nstage_layers = 0;
-		search_partition_finalist(rq, &cl, MILP_EACH_S);
-		if (cl.fits && cl.partitioned) {
-			cl.src = -1;
-			if (add_feasible(&c, &cl)) {
-				free(cl.stage_layers);
-				search_result_free(res);
-				return errf(err, "search: out of memory");
-			}
-			res->rejected[REJ_MEMORY]--;
-			res->feasible++;
-			res->rescued = 1;
-		}
-	}
-	int k = rq->top > 0 ? rq->top : 10;
-	if (k > res->nall) k = res->nall;
-	if (res->nall) {
-		/* partial selection would do; a full sort of ~1e5 entries costs a few ms */
-		qsort(res->all, (size_t)res->nall, sizeof(*res->all), cmp_score);
-		if (k < 1) k = 1;
-		res->top = malloc(sizeof(*res->top) * (size_t)k);
-		if (!res->top) { search_result_free(res); return errf(err, "search: out of memory"); }
-		memcpy(res->top, res->all, sizeof(*res->top) * (size_t)k);
-		res->ntop = k;
-		for (int i = 0; i < res->nall; i++) { res->all[i].stage_layers = NULL; res->all[i].nstage_layers = 0; }
-		/* GLPK time: at most MILP_TOTAL_S over all finalists */
-		double milp_t0 = now_s();
-		for (int i = 0; i < k; i++) {
-			if (!res->rescued) res->top[i].src = i;
-			double left = MILP_TOTAL_S - (now_s() - milp_t0);
-			search_partition_finalist(rq, &res->top[i], left < MILP_EACH_S ? left : MILP_EACH_S);
-		}
-		qsort(res->top, (size_t)res->ntop, sizeof(*res->top), cmp_score);
-		if (rq->refine) refine_top(rq, res);
+	int fail = 0;
+	for (int i = 0; i < nw && !fail; i++) fail = enumerate_world(&c, worlds[i], (double)i / nw, (double)(i + 1) / nw);
+	free(c.kbest);
+	if (!fail && rq->progress) rq->progress(rq->progress_ctx, res->enumerated, 1.0);
+	if (!fail && !res->nall && res->have_closest && res->closest.pp > 1) fail = rescue_closest(&c);
+	if (!fail && res->nall) fail = take_finalists(rq, res);
+	if (fail) {
+		search_result_free(res);
+		return errf(err, "search: out of memory");
 	}
 	res->seconds = now_s() - t0;
 	res->plans_per_s = res->seconds > 0 ? res->enumerated / res->seconds : 0;

@@ -525,3 +525,54 @@ int store_run_summary(struct store *s, long run_id, int *steps, double *mean_ste
 int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, char *err) { return prepare(s, sql, st, err); }
 int store_write1(struct store *s, sqlite3_stmt *st, char *err) { return write1(s, st, err); }
 int store_db_errf(struct store *s, char *err, const char *what) { return db_errf(s, err, what); }
+
+#define RUN_MEAN(col) "(SELECT coalesce(avg(CASE WHEN m.step > (SELECT min(step) FROM measurements WHERE run_id = r.id)" \
+	" THEN m." col " END), avg(m." col ")) FROM measurements m WHERE m.run_id = r.id)"
+
+int store_list_runs(struct store *s, struct store_run **out, int *n, char *err)
+{
+	sqlite3_stmt *st;
+	struct store_run *arr = NULL;
+	int cnt = 0, cap = 0, rc;
+	*out = NULL;
+	*n = 0;
+	if (prepare(s, "SELECT r.id, coalesce(r.finalist_id, 0), coalesce(f.tune_id, 0), r.plan, r.host, r.started,"
+		    " r.status, (SELECT count(*) FROM measurements WHERE run_id = r.id), "
+		    RUN_MEAN("step_time_s") ", " RUN_MEAN("tokens_per_s") ","
+		    " (SELECT max(peak_mem_bytes) FROM measurements WHERE run_id = r.id),"
+		    " (SELECT loss FROM measurements WHERE run_id = r.id ORDER BY step DESC LIMIT 1),"
+		    " coalesce(f.step_time_s, 0), coalesce(f.tokens_per_s_per_gpu, 0), coalesce(f.peak_mem_bytes, 0)"
+		    " FROM runs r LEFT JOIN finalists f ON f.id = r.finalist_id ORDER BY r.id", &st, err))
+		return -1;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (grow((void **)&arr, cnt, &cap, sizeof(*arr))) break;
+		struct store_run *r = &arr[cnt++];
+		memset(r, 0, sizeof(*r));
+		r->id = (long)sqlite3_column_int64(st, 0);
+		r->finalist_id = (long)sqlite3_column_int64(st, 1);
+		r->tune_id = (long)sqlite3_column_int64(st, 2);
+		r->plan_json = col_strdup(st, 3);
+		const unsigned char *h = sqlite3_column_text(st, 4), *stat = sqlite3_column_text(st, 6);
+		snprintf(r->host, sizeof(r->host), "%s", h ? (const char *)h : "");
+		r->started_s = sqlite3_column_double(st, 5);
+		snprintf(r->status, sizeof(r->status), "%s", stat ? (const char *)stat : "");
+		r->steps = sqlite3_column_int(st, 7);
+		r->mean_step_s = sqlite3_column_double(st, 8);
+		r->mean_tokens_per_s = sqlite3_column_double(st, 9);
+		r->peak_mem_bytes = sqlite3_column_double(st, 10);
+		r->final_loss = sqlite3_column_double(st, 11);
+		r->predicted_step_s = sqlite3_column_double(st, 12);
+		r->predicted_tokens_per_s_per_gpu = sqlite3_column_double(st, 13);
+		r->predicted_peak_mem_bytes = sqlite3_column_double(st, 14);
+		if (!r->plan_json) break;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		store_free_runs(arr, cnt);
+		return rc == SQLITE_ROW ? errf(err, "store: out of memory") : db_errf(s, err, "read runs");
+	}
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+

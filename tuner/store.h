@@ -109,15 +109,24 @@ int store_add_benchmark(struct store *s, struct store_bench *b, char *err);
 int store_list_benchmarks(struct store *s, long tune_id, struct store_bench **out, int *n, char *err);
 void store_free_benchmarks(struct store_bench *b, int n);
 
-/* Runs that finished, with the median step time of their steps after the first (all steps
- * when there is one), oldest first. */
+/* A recorded run. store_list_finished_runs fills id, finalist_id, plan_json, steps and
+ * median_step_s (of the steps after the first; all steps when there is one); store_list_runs
+ * fills the rest too: the means, which leave out the first step when there are more, and the
+ * stored finalist's prediction when the run ran one (0 otherwise). */
 struct store_run {
-	long id, finalist_id;
+	long id, finalist_id, tune_id; /* finalist_id, tune_id 0: not a stored finalist */
 	char *plan_json;
+	char host[256], status[32];
+	double started_s;
 	int steps;
 	double median_step_s;
+	double mean_step_s, mean_tokens_per_s, peak_mem_bytes, final_loss;
+	double predicted_step_s, predicted_tokens_per_s_per_gpu, predicted_peak_mem_bytes;
 };
+/* Runs that finished, oldest first. */
 int store_list_finished_runs(struct store *s, struct store_run **out, int *n, char *err);
+/* Every run, oldest first (*out malloc'd, free with store_free_runs). */
+int store_list_runs(struct store *s, struct store_run **out, int *n, char *err);
 void store_free_runs(struct store_run *r, int n);
 
 #endif

@@ -78,7 +78,7 @@ no_leaks() {
 	else ok; fi
 }
 # losses FILE: the loss of every --json line, one per line, as printed (17 digits)
-losses() { sed -E 's/.*"loss": ([^,]+),.*/\1/' "$1"; }
+losses() { grep '^{"step"' "$1" | sed -E 's/.*"loss": ([^,]+),.*/\1/'; }
 # close_losses A B N: the first N losses agree within 1e-5 relative
 close_losses() {
 	paste <(losses "$1" | head -n "$3") <(losses "$2" | head -n "$3") |

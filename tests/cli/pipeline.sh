@@ -18,11 +18,26 @@ expect_out '"bubble_fraction":0\.375[,}]'
 expect_out '"max_inflight":4[,}]'
 expect_out '"rank_peak_inflight":\[4,3,2,1\]'
 
-# TV-ZB2 ZB-H1 cost 27 and ZB-H2 24, in the text table
+# TV-ZB2 ZB-H1 cost 27 and ZB-H2 24 (largest rank span), in the text table
 expect_rc 0 "$SP" pipeline --schedule zb-h1 --pp 4 --microbatches 8 --t-f 1 --t-b 1 --t-w 1
-expect_out 'span .*: +27 ms'
+expect_out 'largest rank span 27\)'
 expect_rc 0 "$SP" pipeline --schedule zb-h2 --pp=4 --microbatches=8 --t-f=1 --t-b=1 --t-w=1 --json
-expect_out '"span":24[,}]'
+# the paper's cost is the largest rank span (24); the diagram starts rank 3 three forwards
+# later, so it runs 27
+expect_out '"largest_rank_span":24[,}]'
+expect_out '"span":27[,}]'
+
+# the headline span is where the diagram (and the trace) ends; the headline bubble is the
+# worst rank's own value, one of the per-rank values shown
+expect_rc 0 "$SP" pipeline --schedule zb-v --pp 4 --microbatches 8 --t-f 1 --t-b 1 --t-w 1 --t-comm 0.5 --json --trace "$TMP/zbv.json"
+python3 - "$TMP/out" "$TMP/zbv.json" <<'PY' && ok || bad "zb-v headline span = trace end, bubble = worst rank"
+import json, sys
+d = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+ev = [e for e in (t["traceEvents"] if isinstance(t, dict) else t) if e.get("ph") == "X"]
+end = max(e["ts"] + e["dur"] for e in ev) - min(e["ts"] for e in ev)
+assert abs(d["span"] * 1000 - end) < 1e-6 * end, (d["span"], end)
+assert d["bubble_fraction"] == max(d["rank_bubble_fraction"]) and d["bubble_rate"] == max(d["rank_bubble_rate"])
+PY
 
 reject() { expect_rc 2 "$SP" pipeline "$@"; }
 reject --schedule dualpipe --pp 3 --microbatches 12 --t-f 1 --t-b 1

@@ -28,6 +28,20 @@ grep -q 'optimizer states' "$TMP/memory.svg" && grep -q 'capacity' "$TMP/memory.
 grep -q 'middle stages' "$TMP/memory.svg" && ! grep -q 'middle stages' "$TMP/memtime.svg" && ok || bad "--kind time draws only the time panel"
 grep -q 'A: dp1 tp4 pp4' "$TMP/cmp.svg" && grep -q 'B: dp8 tp2 pp1' "$TMP/cmp.svg" && grep -q 'exposed dp' "$TMP/cmp.svg" && ok || bad "cmp.svg labels"
 
+# each plan's own capacity: an H100 plan beside an H200 one draws two, labelled as such, and the
+# printed lines give each plan's (the estimate's: HBM less the CUDA context and NCCL buffers)
+expect_rc 0 "$SP" plot compare "${P[@]}" --vs --model llama-3-8b --gpu h200-sxm --gpus 16 --tp 2 --zero 3 --gbs 16 -o "$TMP/caps.svg"
+grep -q 'capacity of each plan' "$TMP/caps.svg" && ok || bad "two capacities drawn as one line"
+[ "$(grep -oE 'of [0-9.]+ GiB' "$TMP/out" | sort -u | wc -l)" -eq 2 ] && ok || bad "each plan's capacity printed: $(cat "$TMP/out")"
+# one capacity: the one the memory chart of the same plan draws
+cap_mem=$(grep -oE 'capacity [0-9.]+ GiB' "$TMP/memory.svg" | head -n 1)
+grep -q "$cap_mem" "$TMP/cmp.svg" && ok || bad "compare draws another capacity than memory ($cap_mem)"
+# long labels are wrapped under their bars, not run into each other
+# (six plans: about 19 characters a line; gnuplot writes each line of a label as its own text)
+expect_rc 0 "$SP" plot compare "${P[@]}" --vs "${P[@]}" --zero 1 --vs "${P[@]}" --zero 2 --vs "${P[@]}" --zero 3 --vs "${P[@]}" --sp --vs "${P[@]}" --mbs 2 -o "$TMP/many.svg"
+is_svg "$TMP/many.svg"
+grep -q '>A: dp1 tp4 pp4 cp1<' "$TMP/many.svg" && ! grep -q 'A: dp1 tp4 pp4 cp1 zero0' "$TMP/many.svg" && ok || bad "labels not wrapped"
+
 # plans from files, each --plan starting a new plan
 printf '{"model": "llama-3-8b", "gpu": "h100-sxm", "gpus": 16, "tp": 8, "pp": 2, "gbs": 16, "schedule": "zb-h1"}\n' >"$TMP/a.json"
 printf '{"model": "llama-3-8b", "gpu": "h100-sxm", "gpus": 16, "tp": 4, "pp": 4, "gbs": 16, "schedule": "interleaved", "vpp": 2}\n' >"$TMP/b.json"

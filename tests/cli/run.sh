@@ -92,6 +92,41 @@ expect_rc 0 $MPI -np 1 "$SP" run $TINY --steps 1 --db "$TMP/r.db"
 out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
 [ "${out% mean_step_s*}" = "runs 2 finished 2 measurements 3 steps 1" ] && ok || bad "db rows after a second run: $out"
 
+# the recorded runs beside their prediction: db runs, db list --runs; the runs' own figures are
+# the means of their measurement rows without the first step (independently from the rows)
+expect_rc 0 "$SP" db --db "$TMP/r.db" runs --json
+python3 - "$TMP/out" "$TMP/r.db" <<'PY' && ok || bad "db runs --json: $(head -c 300 "$TMP/out")"
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))
+con = sqlite3.connect(sys.argv[2])
+assert [r["run_id"] for r in d] == [1, 2]
+for r in d:
+    rows = con.execute("SELECT step, step_time_s FROM measurements WHERE run_id = ? ORDER BY step", (r["run_id"],)).fetchall()
+    t = [x[1] for x in rows[1:]] or [rows[0][1]]
+    assert r["measured"]["steps"] == len(rows) and abs(r["measured"]["mean_step_time_s"] - sum(t) / len(t)) < 1e-12
+    assert r["predicted"]["source"] == "estimate" and r["predicted"]["step_time_s"] > 0 and r["plan"]["model"] == "tiny"
+PY
+expect_rc 0 "$SP" db --db "$TMP/r.db" list --runs
+expect_out '^ +1 .*finished .*tiny dp2 .*\(estimate, on h100-sxm\)'
+# a stored finalist run with --id: recorded with it, its prediction the finalist's
+expect_rc 0 "$SP" tune --model tiny --gpu h100-sxm --gpus 2 --seq 16 --gbs 8 --top 2 --db "$TMP/r.db"
+fin=$("$SP" db --db "$TMP/r.db" show 1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["finalists"][0]["finalist_id"])')
+expect_rc 0 $MPI -np 2 "$SP" run --id "$fin" --db "$TMP/r.db" --steps 2
+expect_rc 0 "$SP" db --db "$TMP/r.db" runs
+expect_out "^ +3 .*finished +1 +$fin .*\\(finalist, on h100-sxm\\)"
+# --no-db is accepted (and refused beside --db); --json ends with the summary; the header
+# names the whole plan
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --tp 2 --sp --steps 2 --json --no-db
+tail -n 1 "$TMP/out" | python3 -c '
+import json, sys
+s = json.loads(sys.stdin.read())["summary"]
+assert s["steps"] == 2 and s["mean_step_time_s"] > 0 and s["tokens_per_s"] > 0 and s["final_loss"] > 0
+assert len(s["peak_mem_bytes_per_rank"]) == 2 and s["plan"]["tp"] == 2' && ok || bad "run --json summary: $(tail -n 1 "$TMP/out")"
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 1 --db "$TMP/r.db" --no-db
+expect_msg 'db and --no-db exclude each other'
+expect_rc 0 $MPI -np 2 "$SP" run $TINY --pp 2 --schedule zb-h1 --steps 1
+expect_out '^plan: dp 1 tp 1 pp 2 cp 1 ep 1 vpp 1, zero 0, sp off, .*schedule zb-h1, order tp-cp-dp-pp, overlap'
+
 echo "not a database" >"$TMP/text.db"
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 1 --db "$TMP/text.db"
 expect_msg 'text.db is not a scaleplan database'
@@ -100,7 +135,8 @@ expect_msg 'text.db is not a scaleplan database'
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --steps 2
 grep -Eq '^step +2  loss [0-9.]+  grad norm [0-9.]+  [0-9.]+ s  [0-9]+ tokens/s  peak mem GiB/rank: [0-9.]+ [0-9.]+$' "$TMP/out" && ok ||
 	bad "human output: $(head -c 300 "$TMP/out")"
-expect_out '^run: tiny, 180800 parameters, dp 2, zero 0, 2 micro-batches of 2 x 16 tokens per rank'
+expect_out '^run: tiny, 180800 parameters, 2 ranks, steps 1..2, 2 micro-batches of 2 x 16 tokens per pipeline'
+expect_out '^plan: dp 2 tp 1 pp 1 cp 1 ep 1 vpp 1, zero 0, sp off, recompute none, mbs 2, gbs 8, seq 16'
 expect_out '^run: mean step time over steps 2\.\.2: [0-9.]+ s, [0-9]+ tokens/s$'
 
 # --- a killed or stopped rank ends the job ---------------------------------------------------------

@@ -63,36 +63,49 @@ json_check "$TMP/oom.json" 'd["fits"] is False and d["step_time_s"] > 0 and d["p
 json_check "$TMP/oom.json" 'len(d["rank_kinds"]) >= 1'
 expect_rc 3 "$SP" sim --model llama-3.1-405b --gpu h100-sxm --gpus 8 --tp 8
 expect_out 'memory per GPU'
-# 405B's weights alone overflow 8 GPUs: no single change fits, and the table says to run tune
-expect_out 'no single change fits'
-expect_out 'scaleplan tune'
+# 405B's weights alone overflow 8 GPUs: nothing on 8 GPUs fits, and the list says what lowers
+# the peak (more GPUs first among those that fit) and that tune searches every combination
+expect_out 'changes that lower the peak'
+expect_out '^  --gpus [0-9]* --dp [0-9]*.* fits '
 
-# --- what would fit: under the table of a plan that does not fit, the plans one change away
-# that do, fastest first. Each suggestion, run through sim as printed, must fit (exit 0) and
-# give the same peak and tokens/s; the README example without --sp is saved by --sp.
+# --- what would fit: under the table of a plan that does not fit, the changes that lower its
+# peak, those that fit first and fastest first. Each suggestion, run through sim as printed,
+# must give the printed peak, fit as printed, lower the plan's peak and give the printed
+# tokens/s; the README example without --sp is saved by --sp.
 NOFIT=(sim --model llama-3-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 8 --zero 1 --recompute selective --mbs 1 --gbs 512 --seq 8192)
+"$SP" "${NOFIT[@]}" --json >"$TMP/nofit.json" 2>/dev/null
+PEAK0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_mem_bytes"]/2**30)' "$TMP/nofit.json")
 expect_rc 3 "$SP" "${NOFIT[@]}"
 cp "$TMP/out" "$TMP/nofit.txt"
-expect_out '^one change that fits'
-expect_out '^  --sp  '
-sed -n '/^one change that fits/,$p' "$TMP/nofit.txt" | tail -n +2 >"$TMP/fixes.txt"
+expect_out '^changes that lower the peak'
+expect_out '^  --sp  .* fits '
+sed -n '/^changes that lower the peak/,$p' "$TMP/nofit.txt" | tail -n +2 >"$TMP/fixes.txt"
 NFIX=0
 while IFS= read -r line; do
 	NFIX=$((NFIX + 1))
 	flags=$(printf '%s\n' "$line" | sed 's/  *peak .*//')
 	want_peak=$(printf '%s\n' "$line" | awk '{for (i = 1; i <= NF; i++) if ($i == "peak") print $(i + 1)}')
 	want_tps=$(printf '%s\n' "$line" | awk '{print $(NF - 1)}')
+	want_fit=$(case "$line" in *" fits "*) echo True ;; *) echo False ;; esac)
 	# shellcheck disable=SC2086 # the flags are words
-	if "$SP" "${NOFIT[@]}" $flags --json >"$TMP/fix.json" 2>/dev/null &&
-		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["fits"] and abs(d["peak_mem_bytes"]/2**30-float(sys.argv[2])) < 0.006 and abs(d["tokens_per_s_per_gpu"]-float(sys.argv[3])) < 0.06 else 1)' \
-			"$TMP/fix.json" "$want_peak" "$want_tps"
-	then ok; else bad "suggested change '$flags' does not give a fitting plan with peak $want_peak GiB, $want_tps tok/s/GPU"; fi
+	"$SP" "${NOFIT[@]}" $flags --json >"$TMP/fix.json" 2>/dev/null
+	if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["peak_mem_bytes"]/2**30; sys.exit(0 if str(d["fits"]) == sys.argv[4] and abs(p-float(sys.argv[2])) < 0.006 and p < float(sys.argv[5]) and abs(d["tokens_per_s_per_gpu"]-float(sys.argv[3])) < 0.06 else 1)' \
+		"$TMP/fix.json" "$want_peak" "$want_tps" "$want_fit" "$PEAK0"
+	then ok; else bad "suggested change '$flags' does not give peak $want_peak GiB (below $PEAK0), fits $want_fit, $want_tps tok/s/GPU"; fi
 done <"$TMP/fixes.txt"
 if [ "$NFIX" -ge 2 ]; then ok; else bad "expected at least --sp and --recompute full among the fixes, got $NFIX"; fi
-if awk '{print $(NF - 1)}' "$TMP/fixes.txt" | sort -g -r -c 2>/dev/null; then ok; else bad "fixes not fastest first: $(cat "$TMP/fixes.txt")"; fi
+grep ' fits ' "$TMP/fixes.txt" >"$TMP/fitting.txt"
+if awk '{print $(NF - 1)}' "$TMP/fitting.txt" | sort -g -r -c 2>/dev/null; then ok; else bad "fitting fixes not fastest first: $(cat "$TMP/fixes.txt")"; fi
+if awk '/ fits /{if (seen) exit 1; next} {seen=1}' "$TMP/fixes.txt"; then ok; else bad "a fix that fits after one that does not"; fi
+# a plan already using SP and micro-batch 1 is not told to use them
+expect_rc 3 "$SP" sim --model llama-3-70b --gpu h100-sxm --gpus 64 --tp 8 --pp 1 --sp --mbs 1 --gbs 64 --seq 8192
+if grep -q '^  --sp \|^  --mbs 1 ' "$TMP/out"; then bad "suggested a setting the plan already has"; else ok; fi
+# ZeRO-3 at dp 1 shards nothing: not suggested
+expect_rc 3 "$SP" sim --model llama-3-70b --gpu h100-sxm --gpus 8 --tp 8 --seq 8192 --gbs 8
+if grep -q '^  --zero ' "$TMP/out"; then bad "suggested a ZeRO stage at dp 1"; else ok; fi
 # a plan that fits prints no suggestions; --json never does (its keys stay the contract)
 expect_rc 0 "$SP" sim "${BASE[@]}" --tp 8
-if grep -q 'change that fits\|no single change' "$TMP/out"; then bad "a fitting plan printed fixes"; else ok; fi
+if grep -q 'lower the peak' "$TMP/out"; then bad "a fitting plan printed fixes"; else ok; fi
 expect_rc 3 "$SP" "${NOFIT[@]}" --json
 json_check "$TMP/out" '"fits" in d'
 

@@ -1,7 +1,10 @@
 # scaleplan tune: JSON shape, recording in the store, export of a stored finalist, db verbs,
-# an impossible request (exit 3 with the closest plan and remedies), the report files and the
-# pictures they link; --gbs-tokens suffixes (powers of two), no progress bar off a terminal,
-# layer splits of uneven models (table column, --json stage_layers, store, Megatron export).
+# an impossible request (exit 3 with the closest plan and the changes that lower its peak), bad
+# pins (exit 2 naming the rule), one plan one number (sim of each finalist's flags gives the
+# table's figures), ties and rank-order twins, the report files and the pictures they link
+# (PNG and SVG) and the winner's launch lines; --gbs-tokens suffixes (powers of two), no
+# progress line off a terminal, layer splits of uneven models (table column, --json
+# stage_layers, store, Megatron export); the tie threshold is validate's published MAPE.
 . "$(dirname "$0")/lib.sh"
 DB="$TMP/t.db"
 expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --top 5 --db "$DB" --json
@@ -14,6 +17,20 @@ assert all(p["dp"] * p["tp"] * p["pp"] * p["cp"] == 8 and p["fits"] for p in d["
 s = [p["tokens_per_s_per_gpu"] for p in d["plans"]]
 assert s == sorted(s, reverse=True)
 assert d["enumerated"] == d["feasible"] + sum(d["rejected"].values()) and d["plans_per_s"] > 0
+assert d["engine"] == "analytical" and all("orders" in p and "overlap" in p and "tie" in p for p in d["plans"])
+# distinct plans: no two rows differ only in their rank order
+rows = [tuple((k, str(v)) for k, v in p.items() if k not in ("order", "orders", "plan", "sim_flags", "stage_layers")) for p in d["plans"]]
+assert len(set(rows)) == len(rows)
+PY
+# one plan, one number: sim of every finalist's flags prints the table's step time and peak
+python3 - "$TMP/out" "$SP" <<'PY' && ok || bad "sim of the finalists' flags gives the table's figures"
+import json, shlex, subprocess, sys
+d = json.load(open(sys.argv[1]))
+for p in d["plans"]:
+    s = json.loads(subprocess.run([sys.argv[2], "sim"] + shlex.split(p["sim_flags"]) + ["--json"],
+                                  capture_output=True, text=True).stdout)
+    assert abs(s["step_time_s"] - p["step_time_s"]) <= 1e-8 * p["step_time_s"], (s["step_time_s"], p["step_time_s"])
+    assert s["peak_mem_bytes"] == round(p["peak_mem_bytes"]), (s["peak_mem_bytes"], p["peak_mem_bytes"])
 PY
 expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 8192 --gbs 16 --top 3 --db "$DB" --report "$TMP/rep"
 expect_out '^enumerated [0-9]+ plans'
@@ -26,16 +43,23 @@ python3 - "$TMP/rep" <<'PY' && ok || bad "report pictures and sections"
 import os, re, sys
 d = sys.argv[1]
 md = open(os.path.join(d, "report.md")).read(); html = open(os.path.join(d, "report.html")).read()
-for sec in ("Inputs", "Ranked plans", "Why the winner wins", "Pictures"):
+for sec in ("Inputs", "Ranked plans", "Why the winner wins", "Launching #1", "Pictures"):
     assert "## " + sec in md and "<h2>" + sec + "</h2>" in html, sec
 links_md = set(re.findall(r"\]\(([^)]+)\)", md))
 links_html = set(re.findall(r'(?:src|href)="([^"]+)"', html))
-want = {"bubble_1.svg", "bubble_2.svg", "bubble_3.svg", "memory_1.svg", "memory_2.svg", "memory_3.svg", "compare.svg"}
+base = ["bubble_1", "bubble_2", "bubble_3", "memory_1", "memory_2", "memory_3", "compare"]
+want = {b + e for b in base for e in (".png", ".svg")}
 assert links_md == want and links_html == want, (links_md, links_html)
-for f in want:
-    p = os.path.join(d, f)
-    assert os.path.getsize(p) > 0 and "<svg" in open(p).read(), f
+for b in base:
+    png, svg = os.path.join(d, b + ".png"), os.path.join(d, b + ".svg")
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", png
+    assert os.path.getsize(svg) > 0 and "<svg" in open(svg).read(), svg
 assert "why #1 wins" in md and "best plan of each other shape" in html
+# the winner's launch lines, as export prints them for the stored finalist
+for flag in ("--tensor-model-parallel-size", "[parallelism]", "\"zero_optimization\"", "parallelism:"):
+    assert flag in md, flag
+assert "scaleplan export --id " in md and "scaleplan sim --model" in md
+assert "engine" in md and "analytical" in md
 PY
 expect_rc 0 "$SP" db --db "$DB" list --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [t["id"] for t in d] == [1, 2] and d[0]["finalists"] == 5' "$TMP/out" && ok || bad "db list --json"
@@ -52,7 +76,18 @@ expect_err_line 'no finalist 99'
 # 405B on 8 GPUs cannot fit: exit 3, the closest plan, what would make it fit
 expect_rc 3 "$SP" tune --model llama-3.1-405b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 8 --no-db
 expect_out 'closest:'
-expect_out 'GPUs \(dp [0-9]+, ZeRO-3, full recompute'
+expect_out '^  --gpus [0-9]+ --dp [0-9]+ .*--zero 3.* +peak .* fits '
+# the closest plan is told only changes that lower its peak (not the micro-batch or SP it has)
+if grep -q '^  --mbs 1 \|^  --sp ' "$TMP/out"; then bad "a change the closest plan already has"; else ok; fi
+# a pin that breaks a rule: exit 2, one line naming the pin and the rule, no empty list
+expect_rc 2 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 512 --seq 8192 --gbs-tokens 4M --fix tp=3 --no-db
+expect_err_line 'fix tp=3: tp must divide the number of GPUs \(512\)'
+if grep -q 'rejected:' "$TMP/out"; then bad "printed a rejection list for a bad pin"; else ok; fi
+expect_rc 2 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 512 --seq 8192 --gbs-tokens 4M --fix tp=16 --no-db
+expect_err_line 'fix tp=16: tp is larger than a node'
+# pins that pass their own rules but admit no plan together: exit 2 with the rule most broken
+expect_rc 2 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 512 --seq 8192 --gbs 512 --fix dp=512 --fix mbs=8 --no-db
+expect_err_line 'no valid plan: .* break the rule'
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096
 expect_err_line 'are required'
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 8 --fix frob=1
@@ -80,14 +115,14 @@ assert len(d["plans"]) == 3
 for p in d["plans"]:
     s = p["stage_layers"]
     assert len(s) == 4 and sum(s) == 61, s
-    assert p["split"] != "default" and p["analytic_step_time_s"] < p["default_split_step_time_s"]
+    assert p["split"] != "default" and p["step_time_s"] < p["default_split_step_time_s"]
 # a memory-capped split may keep the default layers and recompute fewer of them; the winner moves layers
 assert d["plans"][0]["stage_layers"][0] > d["plans"][0]["stage_layers"][3]
 PY
 expect_rc 0 "$SP" tune --model deepseek-v3 --gpu h100-sxm --gpus 256 --seq 4096 --gbs 512 --top 3 --fix pp=4 --fix schedule=1f1b --no-db
 expect_out ' layers +step'
-expect_out ' 1f1b +tp-[a-z-]+ +1[6-9]/1[0-9][0-9x/]* '
-expect_out 'split, analytical step [0-9.]+ s vs [0-9.]+ s with the default split'
+expect_out ' 1f1b +tp-[a-z, -]+ +[RGTP-]+ +1[6-9]/1[0-9][0-9x/]* '
+expect_out 'split, step [0-9.]+ s vs [0-9.]+ s with the default split'
 expect_rc 0 "$SP" export --db "$DB2" --id 1 --format megatron
 if grep -q -- '--decoder-first-pipeline-num-layers' "$TMP/out"; then
 	grep -Eq -- '^--decoder-first-pipeline-num-layers 1[6-9] \\$' "$TMP/out" && grep -Eq -- '^--decoder-last-pipeline-num-layers 1[0-9] \\$' "$TMP/out" && ok || bad "first/last flags"
@@ -124,4 +159,39 @@ cat > "$TMP/wide.json" <<'J'
 J
 expect_rc 0 "$SP" tune --model "$TMP/wide.json" --gpu h100-sxm --gpus 4 --seq 16384 --gbs 16 --fix pp=4 --fix schedule=1f1b --no-db
 expect_out '^#1: fits only with a (memory-capped|time-balanced) split'
+# ties and twins: Llama-3-70B on 512 H100 (the question of the README). Rows within the
+# published MAPE of #1 are marked '=' and the text says what decides between them; rank orders
+# that give the same estimate share a row; the winner's overlap switches are on
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 512 --seq 8192 --gbs-tokens 4M --no-db --json
+python3 - "$TMP/out" <<'PY' && ok || bad "ties, twins and overlap of the 70B tune"
+import json, sys
+d = json.load(open(sys.argv[1]))
+best = d["plans"][0]["tokens_per_s_per_gpu"]
+for p in d["plans"][1:]:
+    assert p["tie"] == (p["tokens_per_s_per_gpu"] >= best * (1 - d["tie_rel"])), p
+assert any(len(p["orders"]) > 1 for p in d["plans"])
+w = d["plans"][0]
+assert w["overlap"]["grad_reduce"] and (w["zero"] == 0 or w["overlap"]["param_gather"])
+PY
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 512 --seq 8192 --gbs-tokens 4M --no-db
+expect_out '^ties \(=\): #1 and [0-9]+ more plans? predict within [0-9.]+ %'
+expect_out 'measuring them'
+expect_out '^#1 as sim flags \(the same figures\): scaleplan sim --model llama-3-70b'
+# on a terminal, a search over a second shows its progress on stderr (plans, plans/s, time
+# left) and clears it; never with --json (the tests above ran with stderr on a file: nothing)
+if command -v script >/dev/null 2>&1; then
+	script -qec "$SP tune --model deepseek-v3 --gpu h800 --gpus 16384 --seq 4096 --gbs-tokens 64M --top 1 --no-db 1>/dev/null" "$TMP/tty.txt" >/dev/null 2>&1
+	grep -aqE 'tune: [0-9]+ plans, [0-9]+ plans/s, +[0-9]+%, about [0-9]+ s left' "$TMP/tty.txt" && ok || bad "no progress line on a terminal: $(tr -d '\r' <"$TMP/tty.txt" | head -c 200)"
+	script -qec "$SP tune --model deepseek-v3 --gpu h800 --gpus 16384 --seq 4096 --gbs-tokens 64M --top 1 --no-db --json 1>/dev/null" "$TMP/tty2.txt" >/dev/null 2>&1
+	if grep -aq 'plans/s' "$TMP/tty2.txt"; then bad "a progress line with --json"; else ok; fi
+fi
+# the tie threshold is the throughput MAPE validate publishes for the published runs
+VAL="${VALIDATION:-$(dirname "$0")/../../../shared/validation}/published_calibration.tsv"
+if [ -f "$VAL" ]; then
+	"$SP" validate "$VAL" >"$TMP/val.txt" 2>/dev/null
+	mape=$(sed -n 's/^throughput MAPE \([0-9.]*\) %.*/\1/p' "$TMP/val.txt")
+	tie=$("$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --top 1 --no-db --json |
+		python3 -c 'import json,sys; print(round(100 * json.load(sys.stdin)["tie_rel"], 1))')
+	[ "$mape" = "$tie" ] && ok || bad "SEARCH_TIE_REL ($tie %) is not validate's published MAPE ($mape %)"
+fi
 summary

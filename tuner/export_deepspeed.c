@@ -1,0 +1,58 @@
+/* export_deepspeed — a plan as a DeepSpeed config (hjson: "//" comment lines, which DeepSpeed's
+ * loader accepts). Keys: docs/_pages/config-json.md (tests/frameworks/deepspeed.txt). */
+#include <stdio.h>
+#include <string.h>
+#include "tuner/export_impl.h"
+
+static int write_deepspeed(struct out *o, const struct plan *p, const struct model *m, char *err)
+{
+	FILE *f = o->f;
+	(void)m;
+	(void)err;
+	export_comment(o, "DeepSpeed config (keys: docs/_pages/config-json.md); comment lines are hjson, which");
+	export_comment(o, "DeepSpeed's config loader accepts; strip them for strict JSON tools");
+	if (p->pp > 1) {
+		export_comment(o, "pipeline: set in code, PipelineModule(num_stages=%d); DeepSpeed's engine runs 1F1B", p->pp);
+		if (p->schedule != SCHED_1F1B)
+			export_noeq(o, "schedule %s; DeepSpeed's pipeline engine runs 1F1B", schedule_name(p->schedule));
+		if (p->zero > 1) export_noeq(o, "ZeRO-%d with pipeline parallelism; DeepSpeed allows stage <= 1 with PP", p->zero);
+	}
+	if (p->cp > 1) export_noeq(o, "context parallelism %d (ring/all-gather attention); DeepSpeed-Ulysses is set in code", p->cp);
+	if (p->ep > 1) export_comment(o, "expert parallelism: set in code, deepspeed.moe.layer.MoE(ep_size=%d)", p->ep);
+	if (p->sp && p->tp > 1) export_noeq(o, "Megatron-style sequence parallelism inside TP");
+	if (p->recompute == RC_SELECTIVE) export_noeq(o, "selective recompute (attention only)");
+	if (p->recompute == RC_OP) export_noeq(o, "recompute op (torchtitan's per-op checkpointing)");
+	if (p->recompute == RC_FULL)
+		export_comment(o, "recompute: wrap %s layers in deepspeed.checkpointing.checkpoint in model code",
+			p->recompute_layers < 0 ? "all" : "the chosen");
+	if (p->precision == PREC_FP8) export_noeq(o, "fp8 (Transformer Engine is configured in model code)");
+	if (strcmp(p->order, "tp-cp-dp-pp")) export_noeq(o, "rank order %s", p->order);
+	if (p->pp > 1 && p->overlap_p2p) export_noeq(o, "overlapped pipeline sends; DeepSpeed's pipeline engine sends blocking");
+	if (export_gather_applies(p) && p->overlap_param_gather && p->zero <= 2)
+		export_noeq(o, "parameter-gather overlap with ZeRO-%d; DeepSpeed gathers after the optimizer step", p->zero);
+	fprintf(f, "{\n");
+	fprintf(f, "  \"train_batch_size\": %d,\n", p->gbs);
+	fprintf(f, "  \"train_micro_batch_size_per_gpu\": %d,\n", p->mbs);
+	fprintf(f, "  \"gradient_accumulation_steps\": %d,\n", plan_microbatches(p));
+	if (p->precision == PREC_FP16) /* loss_scale 0: dynamic */
+		fprintf(f, "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0},\n");
+	else if (p->precision != PREC_FP32)
+		fprintf(f, "  \"bf16\": {\"enabled\": true},\n");
+	/* overlap_comm overlaps the gradient reduction with the backward; ZeRO-3 prefetches the
+	 * next parameters unless its prefetch bucket is 0 (config-json.md) */
+	fprintf(f, "  \"zero_optimization\": {\n    \"stage\": %d,\n    \"overlap_comm\": %s,\n"
+		"    \"contiguous_gradients\": true,\n    \"reduce_scatter\": true",
+		p->zero, p->overlap_grad_reduce && export_grad_applies(p) ? "true" : "false");
+	if (p->zero == 3 && !p->overlap_param_gather) fprintf(f, ",\n    \"stage3_prefetch_bucket_size\": 0");
+	fprintf(f, "\n  }");
+	if (p->recompute == RC_FULL)
+		fprintf(f, ",\n  \"activation_checkpointing\": {\"partition_activations\": %s, \"contiguous_memory_optimization\": false, \"cpu_checkpointing\": false}",
+			p->tp > 1 ? "true" : "false");
+	if (p->tp > 1)
+		fprintf(f, ",\n  \"tensor_parallel\": {\"autotp_size\": %d, \"tp_overlap_comm\": %s}", p->tp,
+			p->overlap_tp_comm || p->overlap_tp_bwd ? "true" : "false");
+	fprintf(f, "\n}\n");
+	return 0;
+}
+
+const struct export_method export_deepspeed_method = {"deepspeed", "//", write_deepspeed};

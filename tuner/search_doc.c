@@ -1,0 +1,252 @@
+/* search_doc — a tune as DIR/report.md and DIR/report.html: the inputs, the search counts, the
+ * ranked table (the cells the text table prints), ties and why the winner wins, the winner's
+ * sim flags and launch lines for every framework (tuner/export.h), and the pictures
+ * (tuner/report.h) as PNG with the SVG linked. Both files say the same. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "tuner/export.h"
+#include "tuner/report.h"
+#include "tuner/search.h"
+#include "tuner/search_impl.h"
+#include "sim/hw.h"
+#include "sim/model.h"
+#include "sim/util.h"
+
+#define GIB 1073741824.0
+
+/* text for the HTML file: &, < and > as entities, quotes too (the text sits in attributes) */
+static void put_html(FILE *f, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n && s[i]; i++) {
+		switch (s[i]) {
+		case '&': fputs("&amp;", f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(s[i], f);
+		}
+	}
+}
+
+static void put_text(FILE *f, const char *s, int html)
+{
+	if (html) put_html(f, s, strlen(s));
+	else fputs(s, f);
+}
+
+/* preformatted text, fenced in Markdown, escaped in <pre> for HTML */
+static void put_block(FILE *f, const char *text, size_t len, int html)
+{
+	fputs(html ? "<pre>" : "```\n", f);
+	if (html) put_html(f, text, len);
+	else fwrite(text, 1, len, f);
+	if (!html && len && text[len - 1] != '\n') fputc('\n', f);
+	fputs(html ? "</pre>\n" : "```\n", f);
+}
+
+static void heading(FILE *f, const char *title, int html)
+{
+	if (html) fprintf(f, "<h2>%s</h2>\n", title);
+	else fprintf(f, "\n## %s\n\n", title);
+}
+
+static void table(const struct search_req *rq, const struct search_result *res, FILE *f, int html)
+{
+	char cells[SEARCH_NCOLS][SEARCH_CELL];
+	fputs(html ? "<table>\n<tr>" : "|", f);
+	for (int c = 0; c < SEARCH_NCOLS; c++) {
+		fputs(html ? "<th>" : " ", f);
+		put_text(f, search_columns[c], html);
+		fputs(html ? "</th>" : " |", f);
+	}
+	fputs(html ? "</tr>\n" : "\n|", f);
+	if (!html) { for (int c = 0; c < SEARCH_NCOLS; c++) fputs("---|", f); fputc('\n', f); }
+	for (int i = 0; i < res->ntop; i++) {
+		search_row_cells(rq, res, i, cells);
+		fputs(html ? "<tr>" : "|", f);
+		for (int c = 0; c < SEARCH_NCOLS; c++) {
+			fputs(html ? "<td>" : " ", f);
+			put_text(f, cells[c], html);
+			fputs(html ? "</td>" : " |", f);
+		}
+		fputs(html ? "</tr>\n" : "\n", f);
+	}
+	if (html) fputs("</table>\n", f);
+	fputs(html ? "<p>" : "\n", f);
+	put_text(f, "tie = within the model's measured error of #1; order = rank orders that give this same plan; "
+		    "overlap: R gradient reduction, G parameter gather, T TP collectives, B TP backward, P pipeline sends; "
+		    "GiB = 2^30 B. Every figure is the analytical estimate, as scaleplan sim prints it.", html);
+	fputs(html ? "</p>\n" : "\n", f);
+}
+
+/* The inputs: request, pinned dimensions, base plan switches. */
+static void inputs(const struct search_req *rq, FILE *f, int html)
+{
+	const struct search_fix *x = &rq->fix;
+	static const char *const ov_keys[OV_COUNT] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
+						      "overlap_p2p", "overlap_tp_bwd"};
+	struct { const char *k; int v; } pins[] = {{"dp", x->dp}, {"tp", x->tp}, {"pp", x->pp}, {"cp", x->cp},
+		{"ep", x->ep}, {"vpp", x->vpp}, {"zero", x->zero}, {"sp", x->sp}, {"mbs", x->mbs},
+		{"recompute_layers", x->recompute_layers}};
+	const char *li = html ? "<li>" : "- ", *end = html ? "</li>\n" : "\n";
+	heading(f, "Inputs", html);
+	if (html) fputs("<ul>\n", f);
+	fprintf(f, "%smodel ", li);
+	put_text(f, rq->m->name, html);
+	fprintf(f, " (%d layers), %d x ", rq->m->layers, rq->gpus);
+	put_text(f, rq->h->name, html);
+	fprintf(f, " (%.1f GiB each, %d per node)%s", rq->h->hbm_bytes / GIB, rq->h->gpus_per_node, end);
+	fprintf(f, "%ssequence %d tokens, global batch %d sequences (%.2fM tokens), objective %s, top %d%s", li, rq->seq,
+		rq->gbs, (double)rq->gbs * rq->seq / 1048576.0, objective_name(rq->objective), rq->top, end);
+	fprintf(f, "%sprecision %s; the overlap switches are searched like the other knobs%s", li,
+		precision_name(rq->base.precision), end);
+	fprintf(f, "%spinned:", li);
+	int any = 0;
+	for (size_t i = 0; i < sizeof(pins) / sizeof(pins[0]); i++)
+		if (pins[i].v >= 0) { fprintf(f, " %s=%d", pins[i].k, pins[i].v); any = 1; }
+	for (int i = 0; i < OV_COUNT; i++)
+		if (x->overlap[i] >= 0) { fprintf(f, " %s=%d", ov_keys[i], x->overlap[i]); any = 1; }
+	if (x->recompute >= 0) { fprintf(f, " recompute=%s", recompute_name((enum recompute)x->recompute)); any = 1; }
+	if (x->schedule >= 0) { fprintf(f, " schedule=%s", schedule_name((enum schedule)x->schedule)); any = 1; }
+	if (x->order >= 0) { fprintf(f, " order=%s", search_order_name(x->order)); any = 1; }
+	if (rq->max_pp) { fprintf(f, " max_pp=%d", rq->max_pp); any = 1; }
+	fprintf(f, "%s%s", any ? "" : " nothing", end);
+	if (html) fputs("</ul>\n", f);
+}
+
+static void counts(const struct search_result *res, FILE *f, int html)
+{
+	heading(f, "Search", html);
+	fprintf(f, html ? "<p>" : "");
+	fprintf(f, "Enumerated %ld plans in %.3f s (%.0f plans/s); priced %ld, %ld fit.", res->enumerated, res->seconds,
+		res->plans_per_s, res->evaluated, res->feasible);
+	fprintf(f, html ? "</p>\n<ul>\n" : "\n\nRejected:\n\n");
+	for (int i = 0; i < REJ_COUNT; i++)
+		if (res->rejected[i])
+			fprintf(f, html ? "<li>%ld: %s</li>\n" : "- %ld: %s\n", res->rejected[i], search_reason_name((enum reject_reason)i));
+	if (html) fputs("</ul>\n", f);
+}
+
+/* ties, why #1 wins and the shapes, as the text output prints them */
+static void why(const struct search_req *rq, const struct search_result *res, FILE *f, int html)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m) return;
+	search_print_ties(res, m);
+	search_explain(rq, res, m);
+	search_print_shapes(rq, res, m);
+	fclose(m);
+	heading(f, "Why the winner wins", html);
+	put_block(f, text[0] == '\n' ? text + 1 : text, text[0] == '\n' ? len - 1 : len, html);
+	free(text);
+}
+
+/* #1 as sim flags and as every framework's launch settings */
+static void launch(const struct search_req *rq, const struct search_result *res, const struct search_out *o, FILE *f,
+		   int html)
+{
+	static const enum export_format fmts[] = {EXPORT_MEGATRON, EXPORT_TORCHTITAN, EXPORT_DEEPSPEED, EXPORT_NANOTRON};
+	char err[ERR_LEN];
+	struct plan p;
+	if (search_cand_plan(rq, &res->top[0], &p, err)) return;
+	heading(f, "Launching #1", html);
+	char *flags = plan_to_flags(&p);
+	if (flags) {
+		fputs(html ? "<p>The same figures from the simulator:</p>\n" : "The same figures from the simulator:\n\n", f);
+		char line[4096];
+		snprintf(line, sizeof(line), "scaleplan sim %s\n", flags);
+		put_block(f, line, strlen(line), html);
+	}
+	free(flags);
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+		if (!m) return;
+		int notes = export_plan(&p, rq->m, fmts[i], m, err);
+		fclose(m);
+		if (notes >= 0) {
+			fprintf(f, html ? "<h3>%s</h3>\n<p>" : "### %s\n\n", export_format_name(fmts[i]));
+			if (o && o->winner_id) fprintf(f, "scaleplan export --id %ld --format %s", o->winner_id, export_format_name(fmts[i]));
+			else fprintf(f, "scaleplan export --format %s with the sim flags above", export_format_name(fmts[i]));
+			fprintf(f, notes ? "; %d plan feature%s this framework cannot express, named in the comments" : "", notes,
+				notes > 1 ? "s" : "");
+			fputs(html ? ":</p>\n" : ":\n\n", f);
+			put_block(f, text, len, html);
+		}
+		free(text);
+	}
+}
+
+static void pictures(const struct report_pics *pics, FILE *f, int html)
+{
+	if (!pics->n) return;
+	heading(f, "Pictures", html);
+	for (int i = 0; i < pics->n; i++) {
+		const struct report_pic *p = &pics->pic[i];
+		if (html) {
+			fprintf(f, "<figure><a href=\"%s\"><img src=\"%s\" alt=\"%s\" style=\"max-width:100%%\"></a><figcaption>",
+				p->svg, p->png, p->png);
+			put_html(f, p->caption, strlen(p->caption));
+			fprintf(f, " (<a href=\"%s\">SVG</a>)</figcaption></figure>\n", p->svg);
+		} else {
+			fprintf(f, "![%s](%s)\n\n%s ([SVG](%s))\n\n", p->png, p->png, p->caption, p->svg);
+		}
+	}
+}
+
+static int report_file(const struct search_req *rq, const struct search_result *res, const struct search_out *o,
+		       const struct report_pics *pics, const char *path, int html, char *err)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) return errf(err, "report: %s: %s", path, strerror(errno));
+	if (html) {
+		fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>scaleplan tune</title>\n"
+		      "<style>body{font-family:sans-serif} table{border-collapse:collapse} td,th{border:1px solid #aaa;"
+		      "padding:2px 6px;text-align:right} pre{background:#f4f4f4;padding:6px;overflow-x:auto}</style>\n"
+		      "</head><body>\n<h1>scaleplan tune: ", f);
+		put_html(f, rq->m->name, strlen(rq->m->name));
+		fprintf(f, " on %d &times; ", rq->gpus);
+		put_html(f, rq->h->name, strlen(rq->h->name));
+		fputs("</h1>\n", f);
+	} else {
+		fprintf(f, "# scaleplan tune: %s on %d x %s\n", rq->m->name, rq->gpus, rq->h->name);
+	}
+	inputs(rq, f, html);
+	counts(res, f, html);
+	heading(f, "Ranked plans", html);
+	if (res->ntop) table(rq, res, f, html);
+	else fputs(html ? "<p>No plan fits.</p>\n" : "No plan fits.\n", f);
+	fputs(html ? "<p>" : "\n", f);
+	put_text(f, search_engine_note, html);
+	fputs(html ? ".</p>\n" : ".\n", f);
+	if (res->ntop) {
+		why(rq, res, f, html);
+		launch(rq, res, o, f, html);
+	}
+	pictures(pics, f, html);
+	if (o && o->tune_id) fprintf(f, html ? "<p>Recorded as tune %ld.</p>\n" : "\nRecorded as tune %ld.\n", o->tune_id);
+	if (html) fputs("</body></html>\n", f);
+	if (ferror(f) | fclose(f)) return errf(err, "report: %s: write failed", path);
+	return 0;
+}
+
+int search_write_report(const struct search_req *rq, const struct search_result *res, const struct search_out *o,
+			const char *dir, char *err)
+{
+	char path[1024];
+	struct report_pics pics;
+	if (mkdir(dir, 0777) && errno != EEXIST) return errf(err, "report: %s: %s", dir, strerror(errno));
+	int rc = report_pictures(rq, res, dir, &pics, err);
+	/* the text is written even when a picture failed; the failure is still reported */
+	char err2[ERR_LEN];
+	snprintf(path, sizeof(path), "%s/report.md", dir);
+	if (report_file(rq, res, o, &pics, path, 0, err2)) return errf(err, "%s", err2);
+	snprintf(path, sizeof(path), "%s/report.html", dir);
+	if (report_file(rq, res, o, &pics, path, 1, err2)) return errf(err, "%s", err2);
+	return rc;
+}
