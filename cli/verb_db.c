@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "cli/db_bench.h"
+#include "reports/escape.h"
 #include "sim/util.h"
 #include "sim/estimate.h"
 #include "sim/hw.h"
@@ -338,10 +339,13 @@ static int db_export(struct store *s, int csv)
 		}
 		struct plan p;
 		finalist_plan(&f[i], &p);
-		/* model/gpu names are profile names or paths; quote them as CSV fields */
-		printf("%ld,%ld,%d,\"%s\",\"%s\",%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%s,%s,"
+		/* model/gpu names are profile names or paths: user strings, CSV-quoted */
+		printf("%ld,%ld,%d,", f[i].tune_id, f[i].id, f[i].rank);
+		esc_csv(stdout, tt ? tt->model : "");
+		putchar(',');
+		esc_csv(stdout, tt ? tt->gpu : "");
+		printf(",%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%s,%s,"
 		       "%.9g,%.9g,%.6g,%.9g,%.9g,%d,%.6g,%.9g,%d\n",
-		       f[i].tune_id, f[i].id, f[i].rank, tt ? tt->model : "", tt ? tt->gpu : "",
 		       tt ? tt->gpus : p.gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.zero, p.sp,
 		       recompute_name(p.recompute), p.recompute_layers, p.mbs, p.gbs, p.seq,
 		       schedule_name(p.schedule), p.order, f[i].step_time_s, f[i].tokens_per_s_per_gpu,
