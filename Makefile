@@ -44,6 +44,9 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # multi-rank programs, started by tests/cli/*.sh under mpirun (not run bare by tests/run.sh)
 MPI_TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/mpi/*.c))
+# LD_PRELOAD shim that fails one write or rename (tests/cli/failio.sh); never sanitized, so it
+# loads into any build
+FAILIO := $(B)/tests/libfailio.so
 BENCH_SRC := $(wildcard bench/*.c)
 PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/models/*.json profiles/frameworks/*.json profiles/comm/*.json))
 
@@ -60,7 +63,7 @@ CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
 .PHONY: all test asan bench bench-comm bench-loop check clean cuda deps gpu-test validate
-all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
+all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(FAILIO) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(B)/libscaleplan.a
 	@echo "  LINK    $@"
@@ -90,6 +93,11 @@ $(B)/tests/%: tests/%.c $(B)/libscaleplan.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libscaleplan.a $(LDLIBS)
+
+$(FAILIO): tests/faults/failio.c
+	@mkdir -p $(dir $@)
+	@echo "  SHIM    $@"
+	$(Q)gcc -std=c11 -O1 -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
 $(B)/bench/bench: $(BENCH_SRC) $(B)/libscaleplan.a
 	@mkdir -p $(dir $@)

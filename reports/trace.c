@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "reports/trace.h"
+#include "sim/outfile.h"
 #include "sim/util.h"
 
 static void json_string(FILE *f, const char *s)
@@ -67,16 +68,21 @@ int trace_write(const struct timeline *tl, const char *path, double us_per_unit,
 {
 	if (tl->nranks < 1) return errf(err, "trace: timeline has no ranks");
 	if (!(us_per_unit > 0)) return errf(err, "trace: microseconds per time unit must be positive");
-	FILE *f = fopen(path, "w");
-	if (!f) return errf(err, "trace: %s: %s", path, strerror(errno));
+	struct outfile o;
+	char e2[ERR_LEN];
+	if (outfile_open(&o, path, e2)) return errf(err, "trace: %s", e2);
+	FILE *f = outfile_text(&o);
+	if (!f) {
+		outfile_abort(&o);
+		return errf(err, "trace: out of memory");
+	}
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"name\":", f);
 	json_string(f, name ? name : "scaleplan");
 	fputs("},\"traceEvents\":[\n", f);
 	write_metadata(f, tl);
 	for (size_t i = 0; i < tl->n; i++) write_event(f, &tl->ev[i], us_per_unit);
 	fputs("\n]}\n", f);
-	int bad = ferror(f);
-	if (fclose(f) || bad) return errf(err, "trace: %s: write failed", path);
+	if (outfile_commit(&o, e2)) return errf(err, "trace: %s", e2);
 	return 0;
 }
 

@@ -114,6 +114,13 @@ int parse_size_suffix(const char *s, const char *field, double *out, char *err)
 	return 0;
 }
 
+unsigned long long fnv1a(unsigned long long h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
 double now_s(void)
 {
 	struct timespec ts;

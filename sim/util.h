@@ -23,6 +23,11 @@ int parse_double(const char *s, const char *field, double lo, double hi, double 
 /* "4M" -> 4194304 (K, M, G, T are powers of two); plain integers too. */
 int parse_size_suffix(const char *s, const char *field, double *out, char *err);
 
+/* FNV-1a, 64 bits (Fowler-Noll-Vo: offset basis 0xcbf29ce484222325, prime 0x100000001b3):
+ * h = fnv1a(FNV1A_INIT, p, n), continued over more bytes with fnv1a(h, q, m). */
+#define FNV1A_INIT 0xcbf29ce484222325ull
+unsigned long long fnv1a(unsigned long long h, const void *p, size_t n);
+
 /* Monotonic clock in seconds. */
 double now_s(void);
 
