@@ -143,7 +143,7 @@ static int points_from_db(const struct cal_args *a, const struct hw *h0, struct 
 	struct store *s;
 	struct store_bench *b = NULL;
 	int nb = 0, rc = 0;
-	if (store_open(a->db, 0, &s, err) || store_list_benchmarks(s, a->tune, &b, &nb, err)) { store_close(s); return -1; }
+	if (store_open(a->db, STORE_READ, &s, err) || store_list_benchmarks(s, a->tune, &b, &nb, err)) { store_close(s); return -1; }
 	for (int i = 0; i < nb && !rc; i++) {
 		if (strcmp(b[i].status, "ok") || !(b[i].step_time_s > 0)) continue;
 		struct store_finalist f;

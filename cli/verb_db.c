@@ -1,5 +1,6 @@
 /* db — `scaleplan db`: read the results store. list, show, diff and export the recorded
- * tunes and their finalists; nothing here writes. */
+ * tunes and their finalists; nothing here writes (the store is opened read-only, so a store
+ * the user may only read works). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,9 @@ static void db_usage(FILE *f)
 		"  export          every finalist of every tune, one row each (default --json); --tsv:\n"
 		"                  every benchmark as a measured run in the validation format\n"
 		"                  (shared/validation/FORMAT.md) for `validate` and `calibrate`\n"
-		"  --db PATH       the store (default %s)\n", STORE_DEFAULT_PATH);
+		"  --db PATH       the store (default %s), opened read-only\n\n"
+		"Exit status: 0 ok; 2 bad input (no such store, not a scaleplan store, unknown id);\n"
+		"1 other errors (a busy or damaged store).\n", STORE_DEFAULT_PATH);
 }
 
 static void fmt_time(double t, char *buf, size_t cap)
@@ -488,7 +491,11 @@ int cmd_db(int argc, char **argv)
 		return EXIT_BADINPUT;
 	char err[ERR_LEN];
 	struct store *s;
-	if (store_open(path, 0, &s, err)) { cli_error("db", "%s", err); return EXIT_RUNTIME; }
+	int orc = store_open(path, STORE_READ, &s, err);
+	if (orc) {
+		cli_error("db", "%s", err);
+		return orc == -2 ? EXIT_BADINPUT : EXIT_RUNTIME;
+	}
 	int rc;
 	if (!strcmp(sub, "runs") || (runs && !strcmp(sub, "list"))) rc = db_runs(s, json);
 	else if (!strcmp(sub, "list")) rc = db_list(s, json);

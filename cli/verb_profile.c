@@ -241,7 +241,7 @@ static int write_profile(const struct prof_args *a, cJSON *o, const struct profi
 	struct store *s = NULL;
 	if (!rc && a->db) {
 		long id;
-		if (store_open(a->db, 1, &s, err) || store_add_profile(s, host, a->backend, r->ranks, text, &id, err)) {
+		if (store_open(a->db, STORE_CREATE, &s, err) || store_add_profile(s, host, a->backend, r->ranks, text, &id, err)) {
 			cli_error("profile", "%s", err);
 			rc = EXIT_RUNTIME;
 		} else if (a->out) printf("profile: recorded as profile %ld in %s\n", id, a->db);
