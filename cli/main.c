@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(argv[1], verbs[i].name))
 			return close_stdout(verbs[i].name, verbs[i].run(argc - 1, argv + 1));
-	fprintf(stderr, "scaleplan: unknown verb '%s'\n", argv[1]);
+	cli_error("", "unknown verb '%s'", argv[1]);
 	usage(stderr);
 	return EXIT_BADINPUT;
 }

@@ -456,10 +456,10 @@ static int setup(struct job *j, struct comm *world, char *err)
 	char e2[ERR_LEN] = "";
 	int bad = o->data ? data_open_file(o->data, j->m.vocab, o->plan.seq, &j->data, e2)
 			  : data_open_synthetic(j->m.vocab, o->train.seed, &j->data, e2);
-	if (bad) fprintf(stderr, "scaleplan run: rank %d: %s\n", rank, e2);
+	if (bad) cli_error("run", "rank %d: %s", rank, e2);
 	if (any_failed(world, bad)) return EXIT_BADINPUT;
 	if (train_create(j->x, &j->m, &o->train, j->data, &j->t, e2)) {
-		if (rank == 0) fprintf(stderr, "scaleplan run: %s\n", e2);
+		if (rank == 0) cli_error("run", "%s", e2);
 		return EXIT_BADINPUT;
 	}
 	j->plan_json = plan_to_json(&o->plan);
@@ -479,7 +479,7 @@ static int setup(struct job *j, struct comm *world, char *err)
 	if (bad) cli_error("run", "%s", e2);
 	if (any_failed(world, bad)) return EXIT_RUNTIME;
 	bad = o->db && open_db(j, e2);
-	if (bad) fprintf(stderr, "scaleplan run: %s\n", e2);
+	if (bad) cli_error("run", "%s", e2);
 	if (any_failed(world, bad)) return EXIT_BADINPUT;
 	return EXIT_OK;
 }

@@ -17,9 +17,9 @@ static int get_int(const cJSON *o, const char *key, int *out, const char *name, 
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
 	if (!it || cJSON_IsNull(it))
 		return 0;
-	if (!cJSON_IsNumber(it) || it->valuedouble != (double)(long)it->valuedouble)
+	if (!cJSON_IsNumber(it) || !is_int_in(it->valuedouble, -1e300, 1e300))
 		return errf(err, "model %s: %s must be an integer", name, key);
-	if (it->valuedouble < 0 || it->valuedouble > 1e9)
+	if (!is_int_in(it->valuedouble, 0, 1e9))
 		return errf(err, "model %s: %s (%g) must be in [0, 1e9]", name, key, it->valuedouble);
 	*out = (int)it->valuedouble;
 	return 1;

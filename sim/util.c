@@ -88,6 +88,11 @@ int parse_double(const char *s, const char *field, double lo, double hi, double 
 	return 0;
 }
 
+int is_int_in(double v, double lo, double hi)
+{
+	return isfinite(v) && v >= lo && v <= hi && v == floor(v);
+}
+
 int parse_size_suffix(const char *s, const char *field, double *out, char *err)
 {
 	if (!s || !*s)

@@ -20,6 +20,10 @@ char *read_file(const char *path, size_t max_bytes, char *err);
 int parse_int(const char *s, const char *field, long lo, long hi, long *out, char *err);
 int parse_double(const char *s, const char *field, double lo, double hi, double *out, char *err);
 
+/* 1 when v is a finite integer in [lo, hi]: the test a double from input must pass before it
+ * is cast to an integer type (casting an out-of-range or non-finite double is undefined). */
+int is_int_in(double v, double lo, double hi);
+
 /* "4M" -> 4194304 (K, M, G, T are powers of two); plain integers too. */
 int parse_size_suffix(const char *s, const char *field, double *out, char *err);
 
