@@ -170,8 +170,15 @@ int trace_read_op_times(const char *path, struct op_times *out, char *err)
 	memset(out, 0, sizeof(*out));
 	char *text = read_file(path, (size_t)1 << 30, err);
 	if (!text) return -1;
-	cJSON *root = cJSON_Parse(text);
+	int rc = trace_parse_op_times(text, path, out, err);
 	free(text);
+	return rc;
+}
+
+int trace_parse_op_times(const char *text, const char *path, struct op_times *out, char *err)
+{
+	memset(out, 0, sizeof(*out));
+	cJSON *root = cJSON_Parse(text);
 	if (!root) return errf(err, "op times: %s: malformed JSON", path);
 	const cJSON *arr = cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
 	int rc = -1;
