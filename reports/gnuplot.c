@@ -132,7 +132,7 @@ int gp_run(struct gp *g, const char *out, char *err)
 	gp_path(g, chart_name(svg), chart, sizeof(chart));
 	if (run_child(g, err)) return -1;
 	struct stat st;
-	if (stat(chart, &st) || st.st_size == 0) return errf(err, "plot: gnuplot wrote no chart");
+	if (stat(chart, &st) || st.st_size == 0) return errf(err, "plot: gnuplot wrote no chart in %s (is that disk full?)", g->dir);
 	if (!chart_complete(chart, svg))
 		return errf(err, "plot: gnuplot's chart in %s is cut short (is that disk full?)", g->dir);
 	struct outfile o;

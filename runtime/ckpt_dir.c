@@ -85,7 +85,10 @@ int ckpt_newest(const char *dir, char *buf, size_t cap, long *step, char *err)
 		if (sv[i].committed && (!best || sv[i].serial > best->serial)) best = &sv[i];
 	int rc = 0;
 	if (!best) {
-		rc = errf(err, "checkpoint: no committed checkpoint in %s", dir);
+		char old_layout[4200];
+		snprintf(old_layout, sizeof(old_layout), "%s/rank-00000.ckpt", dir);
+		rc = errf(err, "checkpoint: no committed checkpoint in %s%s", dir,
+			  access(old_layout, F_OK) ? "" : " (its rank-NNNNN.ckpt files are of an earlier scaleplan, not read)");
 	} else {
 		snprintf(buf, cap, "%s/save-%06ld-step-%08ld", dir, best->serial, best->step);
 		*step = best->step;

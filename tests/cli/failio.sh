@@ -78,6 +78,10 @@ if mount -t tmpfs -o size=${KIB}k tmpfs "$MNT" 2>/dev/null; then
 	expect_rc 1 "$SP" plot bubble --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --pp 2 --gbs 16 -o "$MNT/x.svg"
 	expect_err_line 'x.svg: No space left on device'
 	[ ! -e "$MNT/x.svg" ] && [ -z "$(hidden "$MNT")" ] && ok || bad "tmpfs: a partial chart or temporary file is left"
+	# gnuplot's own directory on the full disk: refused, its directory removed
+	expect_rc 1 env TMPDIR="$MNT" "$SP" plot bubble --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --pp 2 --gbs 16 -o "$TMP/y.svg"
+	expect_err_line 'No space left on device|cut short|gnuplot failed'
+	[ ! -e "$TMP/y.svg" ] && [ -z "$(ls -d "$MNT"/scaleplan-plot-* 2>/dev/null)" ] && ok || bad "TMPDIR full: $(ls -A "$MNT" | tr '\n' ' ')"
 	umount "$MNT"
 else
 	echo "note: cannot mount a tmpfs here; the full-disk cases run through the shim only"
