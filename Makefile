@@ -7,7 +7,7 @@
 #   make bench-loop profile -> run 3 plans -> calibrate -> predict 12 others, tune --bench-top 4
 #                   (CPU ranks under mpirun; minutes)
 #   make fuzz       libFuzzer harnesses (tests/fuzz, clang) on the plan, config, GPU profile,
-#                   validation and trace parsers, SECONDS=N each (default 60)
+#                   validation, trace and framework-profile parsers, SECONDS=N each (default 60)
 #   make check      install Debian packages, then test, asan and a short fuzz pass (.ci/run)
 #   make clean
 #
@@ -161,7 +161,7 @@ FUZZ_CC ?= clang
 FZ := build-fuzz
 FUZZ_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(FUZZ_SAN) -I. -I$(FZ)/gen
-FUZZERS := plan model hw validate trace
+FUZZERS := plan model hw validate trace framework
 FUZZ_OBJ := $(patsubst %.c,$(FZ)/%.o,$(wildcard sim/*.c) reports/trace.c) $(FZ)/gen/embedded.o
 SECONDS ?= 60
 
