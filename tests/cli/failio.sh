@@ -16,6 +16,8 @@ SHIM="$PWD/$B/tests/libfailio.so"
 [ -f "$SHIM" ] || { bad "$SHIM not built"; summary; exit; }
 TINY="--model tiny --seq 16 --gbs 8 --mbs 2 --gpus 2 --zero 1"
 # the shim goes to the ranks only; ASan must not insist on coming first in the library list
+ASAN_SHIM="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+SHIMENV=(env LD_PRELOAD="$SHIM" ASAN_OPTIONS="$ASAN_SHIM")
 fail_env() { FENV=(-x LD_PRELOAD="$SHIM" -x ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"); for v in "$@"; do FENV+=(-x "$v"); done; }
 committed() { ls -d "$1"/save-*/COMMIT 2>/dev/null | sort | tail -n 1 | sed 's|/COMMIT$||'; }
 hidden() { find "$1" -name '.*' ! -name . 2>/dev/null | head -n 3; }
@@ -103,11 +105,11 @@ mkdir -p "$TMP/w"
 expect_rc 0 "$SP" plot memory "${P[@]}" -o "$TMP/w/m.svg"
 cp "$TMP/w/m.svg" "$TMP/m.before"
 for chart in bubble memory; do
-	expect_rc 1 env LD_PRELOAD="$SHIM" FAILIO_PATH=m.svg FAILIO_AFTER=4096 "$SP" plot $chart "${P[@]}" -o "$TMP/w/m.svg"
+	expect_rc 1 "${SHIMENV[@]}" FAILIO_PATH=m.svg FAILIO_AFTER=4096 "$SP" plot $chart "${P[@]}" -o "$TMP/w/m.svg"
 	expect_err_line '^scaleplan plot: .*/w/m.svg: No space left on device$'
 done
 cmp -s "$TMP/w/m.svg" "$TMP/m.before" && ok || bad "a failed chart changed the file it would have replaced"
-expect_rc 1 env LD_PRELOAD="$SHIM" FAILIO_PATH=report.html FAILIO_AFTER=100 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 16 --top 2 --no-db --report "$TMP/w/rep"
+expect_rc 1 "${SHIMENV[@]}" FAILIO_PATH=report.html FAILIO_AFTER=100 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 16 --top 2 --no-db --report "$TMP/w/rep"
 grep -q 'report: .*report.html: No space left on device' "$TMP/err" && ok || bad "tune --report: $(head -c 300 "$TMP/err")"
 [ ! -e "$TMP/w/rep/report.html" ] && [ -s "$TMP/w/rep/report.md" ] && [ -z "$(find "$TMP/w/rep" -size 0)" ] && ok || bad "tune --report left $(ls -la "$TMP/w/rep")"
 fail_env FAILIO_PATH=t.json FAILIO_AFTER=1000

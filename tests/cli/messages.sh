@@ -16,8 +16,7 @@ done
 printf '{"stage_layers": [16, 1e19]}\n' >"$TMP/p.json"
 expect_rc 2 "$SP" sim "${P[@]}" --pp 2 --plan "$TMP/p.json"
 expect_err_line 'stage_layers: entries must be positive integers'
-sed 's/"num_attention_heads": 32/"num_attention_heads": 1e19/' "$OLDPWD/profiles/models/llama-3-8b.json" >"$TMP/m.json" 2>/dev/null ||
-	sed 's/"num_attention_heads": 32/"num_attention_heads": 1e19/' profiles/models/llama-3-8b.json >"$TMP/m.json"
+sed 's/"num_attention_heads": 32/"num_attention_heads": 1e19/' profiles/models/llama-3-8b.json >"$TMP/m.json"
 grep -q '1e19' "$TMP/m.json" && ok || bad "test model not written"
 expect_rc 2 "$SP" sim --model "$TMP/m.json" --gpu h100-sxm --gpus 8 --seq 4096
 expect_err_line 'num_attention_heads \(1e\+19\) must be in \[0, 1e9\]'
