@@ -38,12 +38,15 @@ static int parse_name(const char *name, struct save *sv)
 	return 1;
 }
 
-/* COMMIT of a save directory agrees with its name (it is written whole, or not at all) */
+/* 1 when COMMIT of a save directory exists and agrees with its name (it is written whole,
+ * or not at all), 0 when not, -1 when out of memory */
 static int read_commit(const char *savedir, const struct save *sv, int *world)
 {
-	char path[4200], err[ERR_LEN];
-	snprintf(path, sizeof(path), "%s/%s", savedir, COMMIT);
+	char err[ERR_LEN], *path = malloc(strlen(savedir) + sizeof(COMMIT) + 1);
+	if (!path) return -1;
+	sprintf(path, "%s/%s", savedir, COMMIT);
 	char *text = read_file(path, 4096, err);
+	free(path);
 	long serial = -1, step = -1;
 	int ok = text && sscanf(text, "scaleplan checkpoint commit\nserial %ld\nstep %ld\nworld %d\n", &serial, &step,
 				world) == 3 && serial == sv->serial && step == sv->step;
@@ -57,17 +60,19 @@ static int list_saves(const char *dir, struct save *out, int cap, int *n, char *
 	DIR *d = opendir(dir);
 	*n = 0;
 	if (!d) return errf(err, "checkpoint: cannot read %s: %s", dir, strerror(errno));
-	for (struct dirent *e; (e = readdir(d)) && *n < cap;) {
+	int oom = 0;
+	for (struct dirent *e; !oom && (e = readdir(d)) && *n < cap;) {
 		struct save sv;
 		if (!parse_name(e->d_name, &sv)) continue;
 		char *sd = save_dir(dir, sv.serial, sv.step);
 		int world;
-		sv.committed = sd && read_commit(sd, &sv, &world);
+		sv.committed = sd ? read_commit(sd, &sv, &world) : -1;
 		free(sd);
-		out[(*n)++] = sv;
+		oom = sv.committed < 0;  /* never guess: an unknown state could delete a save */
+		if (!oom) out[(*n)++] = sv;
 	}
 	closedir(d);
-	return 0;
+	return oom ? errf(err, "checkpoint: out of memory reading %s", dir) : 0;
 }
 
 #define MAX_SAVES 4096
@@ -85,10 +90,11 @@ int ckpt_newest(const char *dir, char *buf, size_t cap, long *step, char *err)
 		if (sv[i].committed && (!best || sv[i].serial > best->serial)) best = &sv[i];
 	int rc = 0;
 	if (!best) {
-		char old_layout[4200];
-		snprintf(old_layout, sizeof(old_layout), "%s/rank-00000.ckpt", dir);
+		char *old_layout = malloc(strlen(dir) + 32);
+		int old = old_layout && (sprintf(old_layout, "%s/rank-00000.ckpt", dir), !access(old_layout, F_OK));
+		free(old_layout);
 		rc = errf(err, "checkpoint: no committed checkpoint in %s%s", dir,
-			  access(old_layout, F_OK) ? "" : " (its rank-NNNNN.ckpt files are of an earlier scaleplan, not read)");
+			  old ? " (its rank-NNNNN.ckpt files are of an earlier scaleplan, not read)" : "");
 	} else {
 		snprintf(buf, cap, "%s/save-%06ld-step-%08ld", dir, best->serial, best->step);
 		*step = best->step;

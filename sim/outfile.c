@@ -73,11 +73,14 @@ int outfile_open(struct outfile *o, const char *path, char *err)
 		o->path = strdup(path);
 	}
 	if (!o->path) return errf(err, "%s: %s", path, strerror(ENOMEM));
-	if (!stat(o->path, &st) && !S_ISREG(st.st_mode)) {
+	int exists = !stat(o->path, &st);
+	if (exists && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode)) e = EISDIR;
 		else if ((o->fd = open(o->path, O_WRONLY | O_CLOEXEC)) < 0) e = errno;
 	} else {
 		e = open_temp(o);
+		/* a file being replaced keeps its permission bits */
+		if (!e && exists && fchmod(o->fd, st.st_mode & 07777)) e = errno;
 	}
 	if (e) {
 		int rc = fail(o, e, err);

@@ -10,7 +10,9 @@
  * write(2), so the first failing write's errno is the one reported); binary data through
  * outfile_write() (straight to the file). One outfile uses one of the two, not both.
  * A destination that exists and is not a regular file (a FIFO, /dev/stdout) is written in
- * place; a symbolic link is followed, and the file it points to is replaced.
+ * place; a symbolic link is followed, and the file it points to is replaced; a replaced file
+ * keeps its permission bits (a new one gets 0666 less the umask). The directory must be
+ * writable, since the temporary file is created there.
  *
  * Ownership: struct outfile is caller-owned; outfile_abort() is safe after a failed
  * outfile_open(), after outfile_commit() and twice. Invariant: after commit or abort no

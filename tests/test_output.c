@@ -122,6 +122,11 @@ static void test_outfile(void)
 	free(got);
 	struct stat st;
 	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640, "mode 0666 & ~umask 027 = 0640, got %o", st.st_mode & 0777);
+	/* a replaced file keeps its mode */
+	CHECK(chmod(path, 0600) == 0 && outfile_open(&o, path, err) == 0, "reopen: %s", err);
+	fputs("hello\n", outfile_text(&o));
+	CHECK(outfile_commit(&o, err) == 0 && stat(path, &st) == 0 && (st.st_mode & 0777) == 0600,
+	      "mode kept: %o", st.st_mode & 0777);
 	/* abort: the old content stays, no temporary file */
 	CHECK(outfile_open(&o, path, err) == 0, "reopen");
 	fputs("partial", outfile_text(&o));
