@@ -3,6 +3,7 @@
  * hidden_size / num_attention_heads, tie_word_embeddings per model_type (false for llama,
  * mistral, mixtral, qwen2, deepseek_v3; true for gpt2). GPT-2 names (n_embd, n_layer, n_head,
  * n_inner, n_positions) are accepted too. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +85,13 @@ int model_from_json(const char *text, const char *name, struct model *m, char *e
 	if (get_int(o, "head_dim", &m->head_dim, name, err) < 0) goto out;
 	if (!m->head_dim && m->heads) m->head_dim = m->hidden / m->heads;
 	if (get_int_any(o, k_ffn, &m->ffn_hidden, name, err) < 0) goto out;
-	if (!m->ffn_hidden && is_gpt2) m->ffn_hidden = 4 * m->hidden;
+	if (!m->ffn_hidden && is_gpt2) {   /* GPT-2's default n_inner, 4 * n_embd, must fit an int */
+		if (m->hidden > INT_MAX / 4) {
+			errf(err, "model %s: n_embd (%d) is too large for the default n_inner = 4*n_embd", name, m->hidden);
+			goto out;
+		}
+		m->ffn_hidden = 4 * m->hidden;
+	}
 	if (get_int_any(o, k_pos, &m->max_pos, name, err) < 0) goto out;
 	const cJSON *tie = cJSON_GetObjectItemCaseSensitive(o, "tie_word_embeddings");
 	m->tied = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : is_gpt2;
