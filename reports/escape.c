@@ -1,4 +1,5 @@
 /* escape — gnuplot, HTML, CSV and shell quoting of user strings. */
+#include <string.h>
 #include "reports/escape.h"
 
 static int is_control(unsigned char c)
@@ -46,6 +47,13 @@ void esc_csv(FILE *f, const char *s)
 
 void esc_shell(FILE *f, const char *s)
 {
+	int safe = s && *s;
+	for (const char *c = s; safe && *c; c++)
+		safe = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("-_./=,:+@%", *c);
+	if (safe) {
+		fputs(s, f);
+		return;
+	}
 	fputc('\'', f);
 	for (; s && *s; s++) {
 		if (*s == '\'') fputs("'\\''", f);

@@ -12,7 +12,9 @@
  *   esc_html     HTML text or a double-quoted attribute value: & < > " ' as entities, control
  *                characters other than newline and tab dropped.
  *   esc_csv      one RFC 4180 field: always double-quoted, a quote doubled.
- *   esc_shell    one POSIX shell word: single-quoted, a quote written as '\''.
+ *   esc_shell    one POSIX shell word: bare when every byte is a letter, digit or one of
+ *                -_./=,:+@% (nothing the shell interprets), else single-quoted with a quote
+ *                written as '\''.
  *
  * Nothing is kept; s may be any byte string (NULL writes the empty token). */
 #ifndef SCALEPLAN_ESCAPE_H

@@ -168,6 +168,17 @@ int outfile_commit(struct outfile *o, char *err)
 	return rc;
 }
 
+int outfile_put(const char *path, const void *data, size_t n, char *err)
+{
+	struct outfile o;
+	if (outfile_open(&o, path, err)) return -1;
+	if (outfile_write(&o, data, n, err)) {
+		outfile_abort(&o);
+		return -1;
+	}
+	return outfile_commit(&o, err);
+}
+
 void outfile_abort(struct outfile *o)
 {
 	if (o->fd >= 0) { close(o->fd); o->fd = -1; }

@@ -47,6 +47,9 @@ int outfile_commit(struct outfile *o, char *err);
 /* Closes and removes the temporary file; the destination is left as it was. */
 void outfile_abort(struct outfile *o);
 
+/* The whole of data (n bytes) as the file at path: open, write, commit. 0 or -1 with err. */
+int outfile_put(const char *path, const void *data, size_t n, char *err);
+
 /* fsync of a directory (after a rename or unlink in it); 0 or -1 with errno set. */
 int fsync_dir(const char *dir);
 

@@ -53,8 +53,12 @@ static void test_escape(void)
 	CHECK_ESC(esc_csv, "a,b", "\"a,b\"");
 	CHECK_ESC(esc_csv, "say \"hi\"\nbye", "\"say \"\"hi\"\"\nbye\"");
 	CHECK_ESC(esc_csv, "", "\"\"");
-	/* shell: one single-quoted word */
+	/* shell: one word, bare when nothing in it is special to the shell */
 	CHECK_ESC(esc_shell, "it's $(x) `y`", "'it'\\''s $(x) `y`'");
+	CHECK_ESC(esc_shell, "--model=/a/b-c_d.json", "--model=/a/b-c_d.json");
+	CHECK_ESC(esc_shell, "a b", "'a b'");
+	CHECK_ESC(esc_shell, "", "''");
+	CHECK_ESC(esc_shell, "x;rm -rf ~", "'x;rm -rf ~'");
 }
 
 /* gnuplot runs a script whose strings come from esc_gnuplot: nothing executes, and print
