@@ -1,5 +1,4 @@
-/* escape — gnuplot, HTML, CSV and shell quoting of user strings. */
-#include <string.h>
+/* escape — gnuplot, HTML and CSV quoting of user strings. */
 #include "reports/escape.h"
 
 static int is_control(unsigned char c)
@@ -43,21 +42,4 @@ void esc_csv(FILE *f, const char *s)
 		fputc(*s, f);
 	}
 	fputc('"', f);
-}
-
-void esc_shell(FILE *f, const char *s)
-{
-	int safe = s && *s;
-	for (const char *c = s; safe && *c; c++)
-		safe = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("-_./=,:+@%", *c);
-	if (safe) {
-		fputs(s, f);
-		return;
-	}
-	fputc('\'', f);
-	for (; s && *s; s++) {
-		if (*s == '\'') fputs("'\\''", f);
-		else fputc(*s, f);
-	}
-	fputc('\'', f);
 }

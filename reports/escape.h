@@ -8,13 +8,13 @@
  *                '."'".' and a newline '."\n".'; other control characters are dropped. (The
  *                documented doubling of a quote, 'it''s', is not used: gnuplot 5.4's scanner
  *                ends the literal early when a doubled quote starts it or follows another
- *                one, as in .)
+ *                one, as in the four-quote literal for one quote.)
  *   esc_html     HTML text or a double-quoted attribute value: & < > " ' as entities, control
  *                characters other than newline and tab dropped.
  *   esc_csv      one RFC 4180 field: always double-quoted, a quote doubled.
- *   esc_shell    one POSIX shell word: bare when every byte is a letter, digit or one of
- *                -_./=,:+@% (nothing the shell interprets), else single-quoted with a quote
- *                written as '\''.
+ *
+ * Shell words are quoted by put_shell_word (sim/util.h): the plan's own flags (sim/plan.c)
+ * need it, and sim depends on nothing above it.
  *
  * Nothing is kept; s may be any byte string (NULL writes the empty token). */
 #ifndef SCALEPLAN_ESCAPE_H
@@ -25,6 +25,5 @@
 void esc_gnuplot(FILE *f, const char *s);
 void esc_html(FILE *f, const char *s);
 void esc_csv(FILE *f, const char *s);
-void esc_shell(FILE *f, const char *s);
 
 #endif

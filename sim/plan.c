@@ -399,7 +399,10 @@ char *plan_to_flags(const struct plan *p)
 		snprintf(flag, sizeof(flag), "--%s", k->name);
 		for (char *c = flag; *c; c++) if (*c == '_') *c = '-';
 		if (!strcmp(k->name, "sp")) fprintf(f, "%s%s", ftell(f) ? " " : "", p->sp ? "--sp" : "--no-sp");
-		else fprintf(f, "%s%s %s", ftell(f) ? " " : "", flag, v);
+		else {
+			fprintf(f, "%s%s ", ftell(f) ? " " : "", flag);
+			put_shell_word(f, v);   /* a model or GPU path is the user's: quoted for the shell */
+		}
 	}
 	if (fclose(f)) { free(out); return NULL; }
 	return out;

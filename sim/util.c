@@ -126,6 +126,23 @@ unsigned long long fnv1a(unsigned long long h, const void *p, size_t n)
 	return h;
 }
 
+void put_shell_word(FILE *f, const char *s)
+{
+	int safe = s && *s;
+	for (const char *c = s; safe && *c; c++)
+		safe = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("-_./=,:+@%", *c);
+	if (safe) {
+		fputs(s, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; s && *s; s++) {
+		if (*s == '\'') fputs("'\\''", f);
+		else fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
 double now_s(void)
 {
 	struct timespec ts;

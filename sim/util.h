@@ -5,6 +5,7 @@
 #define SCALEPLAN_UTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define ERR_LEN 256
 
@@ -31,6 +32,13 @@ int parse_size_suffix(const char *s, const char *field, double *out, char *err);
  * h = fnv1a(FNV1A_INIT, p, n), continued over more bytes with fnv1a(h, q, m). */
 #define FNV1A_INIT 0xcbf29ce484222325ull
 unsigned long long fnv1a(unsigned long long h, const void *p, size_t n);
+
+/* One POSIX shell word on f: s bare when every byte is a letter, digit or one of -_./=,:+@%
+ * (nothing a shell interprets), else single-quoted with each quote written as '\''. The one
+ * shell quoting of the program (reports/escape.h holds the other output languages): command
+ * lines the program prints for the user to paste (plan flags, benchmark commands) use it.
+ * NULL writes ''. */
+void put_shell_word(FILE *f, const char *s);
 
 /* Monotonic clock in seconds. */
 double now_s(void);

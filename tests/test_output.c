@@ -54,11 +54,11 @@ static void test_escape(void)
 	CHECK_ESC(esc_csv, "say \"hi\"\nbye", "\"say \"\"hi\"\"\nbye\"");
 	CHECK_ESC(esc_csv, "", "\"\"");
 	/* shell: one word, bare when nothing in it is special to the shell */
-	CHECK_ESC(esc_shell, "it's $(x) `y`", "'it'\\''s $(x) `y`'");
-	CHECK_ESC(esc_shell, "--model=/a/b-c_d.json", "--model=/a/b-c_d.json");
-	CHECK_ESC(esc_shell, "a b", "'a b'");
-	CHECK_ESC(esc_shell, "", "''");
-	CHECK_ESC(esc_shell, "x;rm -rf ~", "'x;rm -rf ~'");
+	CHECK_ESC(put_shell_word, "it's $(x) `y`", "'it'\\''s $(x) `y`'");
+	CHECK_ESC(put_shell_word, "--model=/a/b-c_d.json", "--model=/a/b-c_d.json");
+	CHECK_ESC(put_shell_word, "a b", "'a b'");
+	CHECK_ESC(put_shell_word, "", "''");
+	CHECK_ESC(put_shell_word, "x;rm -rf ~", "'x;rm -rf ~'");
 }
 
 /* gnuplot runs a script whose strings come from esc_gnuplot: nothing executes, and print

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
-#include "reports/escape.h"
 #include "sim/plan.h"
 #include "sim/util.h"
 #include "tuner/bench.h"
@@ -97,7 +96,7 @@ static int push_plan(struct argv_buf *a, const struct bench_opts *o, const cJSON
 	return 0;
 }
 
-/* the words as one shell command line (reports/escape.h quotes each) */
+/* the words as one shell command line (put_shell_word quotes each) */
 static char *join(char **v)
 {
 	char *line = NULL;
@@ -106,7 +105,7 @@ static char *join(char **v)
 	if (!m) return NULL;
 	for (int i = 0; v[i]; i++) {
 		if (i) fputc(' ', m);
-		esc_shell(m, v[i]);
+		put_shell_word(m, v[i]);
 	}
 	if (fclose(m)) {
 		free(line);

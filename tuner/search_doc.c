@@ -32,14 +32,23 @@ static void put_user(FILE *f, const char *s)
 	esc_html(f, s);
 }
 
-/* preformatted text (NUL-terminated, len bytes), fenced in Markdown, escaped in <pre> for HTML */
+/* preformatted text (NUL-terminated, len bytes): escaped in <pre> for HTML; in Markdown fenced
+ * by more backquotes than the longest run inside it (CommonMark: a fence closes only on a run
+ * at least as long), so a user string in it cannot end the block */
 static void put_block(FILE *f, const char *text, size_t len, int html)
 {
-	fputs(html ? "<pre>" : "```\n", f);
+	size_t fence = 3, run = 0;
+	for (size_t i = 0; i < len; i++) {
+		run = text[i] == '`' ? run + 1 : 0;
+		if (run + 1 > fence) fence = run + 1;
+	}
+	if (html) fputs("<pre>", f);
+	else for (size_t i = 0; i <= fence; i++) fputc(i < fence ? '`' : '\n', f);
 	if (html) esc_html(f, text);
 	else fwrite(text, 1, len, f);
 	if (!html && len && text[len - 1] != '\n') fputc('\n', f);
-	fputs(html ? "</pre>\n" : "```\n", f);
+	if (html) fputs("</pre>\n", f);
+	else for (size_t i = 0; i <= fence; i++) fputc(i < fence ? '`' : '\n', f);
 }
 
 static void heading(FILE *f, const char *title, int html)

@@ -4,7 +4,8 @@
 # and HTML <script>. Every chart (bubble, memory, compare), the tune report (HTML and Markdown)
 # and the CSV export: nothing executes (no file appears where the payloads would create one),
 # every output is well-formed (SVG parses as XML, PNG ends with IEND, the HTML holds no element
-# we did not write, the CSV reads back the exact names), and the strings appear as text.
+# we did not write, Markdown none outside code blocks, the CSV reads back the exact names), the
+# strings appear as text, and the report's `scaleplan sim` line runs in a shell as printed.
 . "$(dirname "$0")/lib.sh"
 cd "$TMP" || exit 1
 # a directory and a file name that, joined, hold every payload (a name cannot hold '/', so
@@ -63,7 +64,7 @@ well_formed "$OUTDIR/rep/compare.svg" "top plans compared"
 python3 - "$OUTDIR/rep" "$MNAME" <<'PY' && ok || bad "report.html / report.md escaping"
 import html.parser, os, sys
 d, model = sys.argv[1], sys.argv[2]
-ours = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "ul", "li", "p", "table", "tr", "th",
+ours = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "ul", "li", "p", "table", "tr", "th",
         "td", "pre", "figure", "a", "img", "figcaption"}
 class P(html.parser.HTMLParser):
     def __init__(self):
@@ -82,8 +83,30 @@ assert not p.stack, p.stack
 assert p.h1.startswith("scaleplan tune: " + model + " on 8 "), p.h1[:200]
 assert p.h1.endswith("g`touch pwned5`<b>\"x\"</b> 'q'"), p.h1
 md = open(os.path.join(d, "report.md")).read()
-assert "<img" not in md and "<b>" not in md and "&lt;img src=x onerror=alert(1)&gt;&#39;&quot;" in md
+# outside code blocks (fenced by a run of backquotes, closed by a run at least as long) no raw
+# HTML may appear; inside them text is literal
+out, fence = [], 0
+for line in md.split("\n"):
+    run = len(line) - len(line.lstrip("`"))
+    if fence and run >= fence and not line.strip("`"): fence = 0; continue
+    if not fence and run >= 3: fence = run; continue
+    if not fence: out.append(line)
+text = "\n".join(out)
+assert not fence, "a code block is not closed"
+assert "<img" not in text and "<b>" not in text and "&lt;img src=x onerror=alert(1)&gt;&#39;&quot;" in text, text[:400]
+# the winner's `scaleplan sim` line, as a shell reads it back, is the same command
+lines = md.split("\n")
+start = [i for i, l in enumerate(lines) if l.startswith("scaleplan sim ")]
+assert len(start) == 1, start
+end = start[0]
+while lines[end].strip("`"): end += 1    # up to the closing fence (a newline may be quoted)
+open(os.path.join(d, "sim-line.sh"), "w").write("\n".join(lines[start[0]:end]) + "\n")
 PY
+scaleplan() { "$SP" "$@"; }
+(. "$OUTDIR/rep/sim-line.sh") >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 0 ] || [ $rc -eq 3 ] && grep -qF "$MNAME" "$TMP/out" && ok || bad "the report's sim line does not run as printed (rc $rc): $(head -c 300 "$TMP/err")"
+nothing_ran "the report's sim line"
 expect_rc 0 "$SP" db --db "$DB" export --csv
 python3 - "$TMP/out" "$MNAME" <<'PY' && ok || bad "CSV export does not read back the names"
 import csv, sys
