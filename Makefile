@@ -6,7 +6,9 @@
 #   make bench      benchmarks, one line per figure: "bench <name> <value> <unit>"; then bench-loop
 #   make bench-loop profile -> run 3 plans -> calibrate -> predict 12 others, tune --bench-top 4
 #                   (CPU ranks under mpirun; minutes)
-#   make check      install Debian packages, then test and asan (what .ci/run calls)
+#   make fuzz       libFuzzer harnesses (tests/fuzz, clang) on the plan, config, GPU profile,
+#                   validation, trace and framework-profile parsers, SECONDS=N each (default 60)
+#   make check      install Debian packages, then test, asan and a short fuzz pass (.ci/run)
 #   make clean
 #
 # V=1 shows full command lines. SAN=1 builds the sanitized tree into build-asan/.
@@ -18,7 +20,9 @@ NVCC ?= nvcc
 
 ifeq ($(SAN),1)
 B := build-asan
-SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# float-cast-overflow is not part of `undefined`: a double from input cast to an integer type
+# out of range (1e19 -> int) is undefined behaviour it alone catches
+SANFLAGS := -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined,float-cast-overflow
 OPT := -O1
 else
 B := build
@@ -44,6 +48,9 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # multi-rank programs, started by tests/cli/*.sh under mpirun (not run bare by tests/run.sh)
 MPI_TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/mpi/*.c))
+# LD_PRELOAD shim that fails one write or rename (tests/cli/failio.sh); never sanitized, so it
+# loads into any build
+FAILIO := $(B)/tests/libfailio.so
 BENCH_SRC := $(wildcard bench/*.c)
 PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/models/*.json profiles/frameworks/*.json profiles/comm/*.json))
 
@@ -59,8 +66,8 @@ ifeq ($(HAVE_NVCC)$(if $(CUDA_SRC),1),11)
 CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
-.PHONY: all test asan bench bench-comm bench-loop check clean cuda deps gpu-test validate
-all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(if $(SAN),,$(CUDA_LIB))
+.PHONY: all test asan bench bench-comm bench-loop check clean cuda deps fuzz fuzz-build gpu-test validate
+all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(FAILIO) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(B)/libscaleplan.a
 	@echo "  LINK    $@"
@@ -90,6 +97,11 @@ $(B)/tests/%: tests/%.c $(B)/libscaleplan.a
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libscaleplan.a $(LDLIBS)
+
+$(FAILIO): tests/faults/failio.c
+	@mkdir -p $(dir $@)
+	@echo "  SHIM    $@"
+	$(Q)gcc -std=c11 -O1 -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
 $(B)/bench/bench: $(BENCH_SRC) $(B)/libscaleplan.a
 	@mkdir -p $(dir $@)
@@ -141,14 +153,49 @@ validate: all
 	$(Q)for f in $(VALIDATION)/*.tsv; do echo "== $$f"; out=$$(./$(BIN) validate $$f) || exit 1; \
 		printf '%s\n' "$$out" | sed -n '/^rows [0-9]/,$$p'; done
 
+# --- fuzzing: sim/ and the trace reader built by clang with libFuzzer, ASan, UBSan and
+# float-cast-overflow into build-fuzz/; each harness runs SECONDS, growing its corpus in
+# build-fuzz/corpus/NAME from the seeds in tests/fuzz/corpus/NAME; a finding stops the run
+# (exit 1) and leaves build-fuzz/crash-NAME-* to replay with build-fuzz/fuzz_NAME FILE.
+FUZZ_CC ?= clang
+FZ := build-fuzz
+FUZZ_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(FUZZ_SAN) -I. -I$(FZ)/gen
+FUZZERS := plan model hw validate trace framework
+FUZZ_OBJ := $(patsubst %.c,$(FZ)/%.o,$(wildcard sim/*.c) reports/trace.c) $(FZ)/gen/embedded.o
+SECONDS ?= 60
+
+$(FZ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+$(FZ)/gen/embedded.c: $(B)/tools/embed $(PROFILES)
+	@mkdir -p $(dir $@)
+	$(Q)$(B)/tools/embed $(PROFILES) > $@
+$(FZ)/gen/embedded.o: $(FZ)/gen/embedded.c
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-overlength-strings -c -o $@ $<
+$(FZ)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+	@echo "  FUZZER  $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) -lcjson -lm
+
+fuzz-build: $(FUZZERS:%=$(FZ)/fuzz_%)
+fuzz: fuzz-build
+	$(Q)for f in $(FUZZERS); do mkdir -p $(FZ)/corpus/$$f; echo "== fuzz_$$f ($(SECONDS) s)"; \
+		$(FZ)/fuzz_$$f -max_total_time=$(SECONDS) -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 \
+			-artifact_prefix=$(FZ)/crash-$$f- $(FZ)/corpus/$$f tests/fuzz/corpus/$$f 2>$(FZ)/fuzz_$$f.log; \
+		rc=$$?; grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done)' $(FZ)/fuzz_$$f.log; \
+		if [ $$rc -ne 0 ]; then grep -E -A30 'ERROR|runtime error|deadly signal|timeout' $(FZ)/fuzz_$$f.log | head -n 60; \
+			echo "fuzz_$$f: FINDING (exit $$rc), see $(FZ)/fuzz_$$f.log"; exit 1; fi; done
+
 deps:
 	$(Q)scripts/install-deps.sh
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory test
 	$(Q)$(MAKE) --no-print-directory asan
+	$(Q)$(MAKE) --no-print-directory fuzz SECONDS=10
 
 clean:
-	rm -rf build build-asan scaleplan
+	rm -rf build build-asan $(FZ) scaleplan
 
--include $(shell find build build-asan -name '*.d' 2>/dev/null)
+-include $(shell find build build-asan $(FZ) -name '*.d' 2>/dev/null)

@@ -1,19 +1,53 @@
 /* args — plan flags shared by every verb that takes a plan (sim, plot, tune, run). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "sim/framework.h"
 #include "sim/util.h"
 
+/* Appends s to out (cap bytes, NUL-terminated) with control characters written as escapes
+ * (\n, \r, \t, \xNN): a user string in a message can neither break it into two lines nor
+ * send a terminal escape sequence. */
+static size_t put_escaped(char *out, size_t n, size_t cap, const char *s)
+{
+	for (; *s && n + 5 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '\n') n += (size_t)snprintf(out + n, cap - n, "\\n");
+		else if (c == '\r') n += (size_t)snprintf(out + n, cap - n, "\\r");
+		else if (c == '\t') n += (size_t)snprintf(out + n, cap - n, "\\t");
+		else if (c < 0x20 || c == 0x7f) n += (size_t)snprintf(out + n, cap - n, "\\x%02x", c);
+		else out[n++] = (char)c;
+	}
+	out[n] = 0;
+	return n;
+}
+
 void cli_error(const char *verb, const char *fmt, ...)
 {
+	char msg[1024], line[4200];
 	va_list ap;
-	fprintf(stderr, "scaleplan %s: ", verb);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	size_t n = put_escaped(line, 0, sizeof(line) - 1, "scaleplan");
+	if (verb && *verb) {
+		n = put_escaped(line, n, sizeof(line) - 1, " ");
+		n = put_escaped(line, n, sizeof(line) - 1, verb);
+	}
+	n = put_escaped(line, n, sizeof(line) - 1, ": ");
+	n = put_escaped(line, n, sizeof(line) - 1, msg);
+	line[n++] = '\n';
+	/* one write(2) per message: lines of several ranks sharing a terminal do not interleave */
+	fflush(stderr);
+	for (size_t off = 0; off < n;) {
+		ssize_t k = write(2, line + off, n - off);
+		if (k < 0 && errno == EINTR) continue;
+		if (k <= 0) break;
+		off += (size_t)k;
+	}
 }
 
 int cli_plan_flag(int argc, char **argv, int *i, struct plan *p, char *err)

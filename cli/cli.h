@@ -54,7 +54,9 @@ struct spawn_result {
 int cli_spawn(char *const argv[], const struct spawn_opts *o, struct spawn_result *r, char *err);
 void spawn_result_free(struct spawn_result *r);
 
-/* Prints "scaleplan VERB: msg" to stderr. */
+/* Prints "scaleplan VERB: msg" ("scaleplan: msg" when verb is empty) to stderr as one line in
+ * one write(2), control characters in it escaped (\n, \t, \xNN). Every error message of the
+ * program goes through here. */
 void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

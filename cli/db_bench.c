@@ -121,7 +121,7 @@ int db_export_tsv(struct store *s, FILE *o)
 		struct model m;
 		request_names(tt, model, gpu, sizeof(model));
 		if (model_load(model, &m, err)) {
-			fprintf(stderr, "scaleplan db: benchmark %ld left out: %s\n", b[i].id, err);
+			cli_error("db", "benchmark %ld left out: %s", b[i].id, err);
 			continue;
 		}
 		tsv_row(&b[i], tt, ff, &m, model, gpu, o);

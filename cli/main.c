@@ -1,5 +1,6 @@
 /* scaleplan — one binary, one verb per job (git style). This file holds only the verb table
  * and the dispatch. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -18,6 +19,16 @@ static const struct verb verbs[] = {
 	{"pipeline", cmd_pipeline, "simulate one pipeline schedule: bubbles, activations, diagram, trace"},
 };
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
+/* What a verb printed must have reached stdout: a full disk or a closed pipe behind a
+ * redirection is a failed run, not a success (the first failed flush leaves errno set). */
+static int close_stdout(const char *verb, int rc)
+{
+	int e = fflush(stdout) ? errno : 0;
+	if (!e && !ferror(stdout)) return rc;
+	cli_error(verb, "stdout: %s", strerror(e ? e : EIO));
+	return rc ? rc : EXIT_RUNTIME;
+}
 
 static void usage(FILE *f)
 {
@@ -44,8 +55,8 @@ int main(int argc, char **argv)
 		blas_arch_fix();
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(argv[1], verbs[i].name))
-			return verbs[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "scaleplan: unknown verb '%s'\n", argv[1]);
+			return close_stdout(verbs[i].name, verbs[i].run(argc - 1, argv + 1));
+	cli_error("", "unknown verb '%s'", argv[1]);
 	usage(stderr);
 	return EXIT_BADINPUT;
 }

@@ -74,7 +74,7 @@ int cli_spawn(char *const argv[], const struct spawn_opts *o, struct spawn_resul
 		int devnull = open("/dev/null", O_RDONLY);
 		if (devnull >= 0) dup2(devnull, 0);
 		execvp(argv[0], argv);
-		fprintf(stderr, "scaleplan: cannot run %s: %s\n", argv[0], strerror(errno));
+		cli_error("", "cannot run %s: %s", argv[0], strerror(errno));
 		_exit(127);
 	}
 	setpgid(pid, pid);

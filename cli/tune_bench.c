@@ -180,7 +180,7 @@ int tune_bench(const struct tune_bench_args *ba, const char *db, long tune_id, c
 	struct store *s;
 	struct store_finalist *f = NULL;
 	int nf = 0, rc = EXIT_OK;
-	if (store_open(db, 0, &s, err) || store_list_finalists(s, tune_id, &f, &nf, err)) {
+	if (store_open(db, STORE_CREATE, &s, err) || store_list_finalists(s, tune_id, &f, &nf, err)) {
 		cli_error("tune", "%s", err);
 		store_close(s);
 		return EXIT_RUNTIME;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "sim/outfile.h"
 #include "sim/embedded.h"
 #include "sim/util.h"
 #include "sim/validate.h"
@@ -143,7 +144,7 @@ static int points_from_db(const struct cal_args *a, const struct hw *h0, struct 
 	struct store *s;
 	struct store_bench *b = NULL;
 	int nb = 0, rc = 0;
-	if (store_open(a->db, 0, &s, err) || store_list_benchmarks(s, a->tune, &b, &nb, err)) { store_close(s); return -1; }
+	if (store_open(a->db, STORE_READ, &s, err) || store_list_benchmarks(s, a->tune, &b, &nb, err)) { store_close(s); return -1; }
 	for (int i = 0; i < nb && !rc; i++) {
 		if (strcmp(b[i].status, "ok") || !(b[i].step_time_s > 0)) continue;
 		struct store_finalist f;
@@ -275,11 +276,11 @@ static int write_profile(const struct cal_args *a, const struct hw *out, const s
 	int rc = 0;
 	if (!s) return errf(err, "out of memory");
 	if (hw_from_json(s, out->name, &check, err)) rc = -1;
-	FILE *f = rc ? NULL : fopen(a->out, "w");
-	if (!rc && !f) rc = errf(err, "cannot create %s", a->out);
-	if (f) {
-		fprintf(f, "%s\n", s);
-		if (fclose(f)) rc = errf(err, "writing %s failed", a->out);
+	if (!rc) {
+		size_t len = strlen(s);
+		s[len] = '\n';   /* the string's NUL becomes the file's last newline */
+		rc = outfile_put(a->out, s, len + 1, err);
+		s[len] = 0;
 	}
 	free(s);
 	return rc;

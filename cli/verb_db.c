@@ -1,5 +1,6 @@
 /* db — `scaleplan db`: read the results store. list, show, diff and export the recorded
- * tunes and their finalists; nothing here writes. */
+ * tunes and their finalists; nothing here writes (the store is opened read-only, so a store
+ * the user may only read works). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "cli/db_bench.h"
+#include "reports/escape.h"
 #include "sim/util.h"
 #include "sim/estimate.h"
 #include "sim/hw.h"
@@ -36,7 +38,9 @@ static void db_usage(FILE *f)
 		"  export          every finalist of every tune, one row each (default --json); --tsv:\n"
 		"                  every benchmark as a measured run in the validation format\n"
 		"                  (shared/validation/FORMAT.md) for `validate` and `calibrate`\n"
-		"  --db PATH       the store (default %s)\n", STORE_DEFAULT_PATH);
+		"  --db PATH       the store (default %s), opened read-only\n\n"
+		"Exit status: 0 ok; 2 bad input (no such store, not a scaleplan store, unknown id);\n"
+		"1 other errors (a busy or damaged store).\n", STORE_DEFAULT_PATH);
 }
 
 static void fmt_time(double t, char *buf, size_t cap)
@@ -338,10 +342,13 @@ static int db_export(struct store *s, int csv)
 		}
 		struct plan p;
 		finalist_plan(&f[i], &p);
-		/* model/gpu names are profile names or paths; quote them as CSV fields */
-		printf("%ld,%ld,%d,\"%s\",\"%s\",%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%s,%s,"
+		/* model/gpu names are profile names or paths: user strings, CSV-quoted */
+		printf("%ld,%ld,%d,", f[i].tune_id, f[i].id, f[i].rank);
+		esc_csv(stdout, tt ? tt->model : "");
+		putchar(',');
+		esc_csv(stdout, tt ? tt->gpu : "");
+		printf(",%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%s,%s,"
 		       "%.9g,%.9g,%.6g,%.9g,%.9g,%d,%.6g,%.9g,%d\n",
-		       f[i].tune_id, f[i].id, f[i].rank, tt ? tt->model : "", tt ? tt->gpu : "",
 		       tt ? tt->gpus : p.gpus, p.dp, p.tp, p.pp, p.cp, p.ep, p.vpp, p.zero, p.sp,
 		       recompute_name(p.recompute), p.recompute_layers, p.mbs, p.gbs, p.seq,
 		       schedule_name(p.schedule), p.order, f[i].step_time_s, f[i].tokens_per_s_per_gpu,
@@ -484,7 +491,11 @@ int cmd_db(int argc, char **argv)
 		return EXIT_BADINPUT;
 	char err[ERR_LEN];
 	struct store *s;
-	if (store_open(path, 0, &s, err)) { cli_error("db", "%s", err); return EXIT_RUNTIME; }
+	int orc = store_open(path, STORE_READ, &s, err);
+	if (orc) {
+		cli_error("db", "%s", err);
+		return orc == -2 ? EXIT_BADINPUT : EXIT_RUNTIME;
+	}
 	int rc;
 	if (!strcmp(sub, "runs") || (runs && !strcmp(sub, "list"))) rc = db_runs(s, json);
 	else if (!strcmp(sub, "list")) rc = db_list(s, json);

@@ -26,7 +26,11 @@ static int load_finalist(const char *db, long id, struct plan *p)
 	char err[ERR_LEN];
 	struct store *s;
 	struct store_finalist fin;
-	if (store_open(db, 0, &s, err)) { cli_error("export", "%s", err); return EXIT_RUNTIME; }
+	int orc = store_open(db, STORE_READ, &s, err);
+	if (orc) {
+		cli_error("export", "%s", err);
+		return orc == -2 ? EXIT_BADINPUT : EXIT_RUNTIME;
+	}
 	int rc = store_get_finalist(s, id, &fin, err);
 	store_close(s);
 	if (rc) { cli_error("export", "%s", err); return EXIT_BADINPUT; }

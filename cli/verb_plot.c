@@ -111,7 +111,7 @@ static int simulate(struct plan *p, const char *op_times, struct model *m, struc
 	memset(&mt, 0, sizeof(mt));
 	int rc = cli_load_plan("plot", p, m, h);
 	if (rc) return rc;
-	if (op_times && trace_read_op_times(op_times, &mt, err)) {
+	if (event_check(p, err) || (op_times && trace_read_op_times(op_times, &mt, err))) {
 		cli_error("plot", "%s", err);
 		return EXIT_BADINPUT;
 	}

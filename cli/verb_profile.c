@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "sim/outfile.h"
 #include "runtime/comm.h"
 #include "runtime/profile.h"
 #include "sim/util.h"
@@ -94,7 +95,7 @@ static int relaunch(int argc, char **argv, long ranks)
 	if (pid < 0) { cli_error("profile", "cannot start mpirun"); return EXIT_RUNTIME; }
 	if (pid == 0) {
 		execvp("mpirun", args);
-		fprintf(stderr, "scaleplan profile: cannot run mpirun (is Open MPI installed?)\n");
+		cli_error("profile", "cannot run mpirun (is Open MPI installed?)");
 		_exit(127);
 	}
 	int st;
@@ -230,18 +231,20 @@ static int write_profile(const struct prof_args *a, cJSON *o, const struct profi
 	if (!text) { cli_error("profile", "out of memory"); return EXIT_RUNTIME; }
 	int rc = EXIT_OK;
 	if (hw_from_json(text, "profile", &h, err)) { cli_error("profile", "the profile written does not load: %s", err); rc = EXIT_RUNTIME; }
-	FILE *f = rc || !a->out ? NULL : fopen(a->out, "w");
-	if (!rc && a->out && !f) { cli_error("profile", "cannot create %s", a->out); rc = EXIT_RUNTIME; }
-	if (!rc) {
-		FILE *dst = f ? f : stdout;
-		fprintf(dst, "%s\n", text);
-		if (f && fclose(f)) { cli_error("profile", "writing %s failed", a->out); rc = EXIT_RUNTIME; }
-		if (f) { summary(r, stdout); printf("profile: wrote %s\n", a->out); }
+	if (!rc && !a->out) {
+		printf("%s\n", text);
+	} else if (!rc) {
+		size_t len = strlen(text);
+		text[len] = '\n';   /* the string's NUL becomes the file's last newline */
+		int bad = outfile_put(a->out, text, len + 1, err);
+		text[len] = 0;
+		if (bad) { cli_error("profile", "%s", err); rc = EXIT_RUNTIME; }
+		else { summary(r, stdout); printf("profile: wrote %s\n", a->out); }
 	}
 	struct store *s = NULL;
 	if (!rc && a->db) {
 		long id;
-		if (store_open(a->db, 1, &s, err) || store_add_profile(s, host, a->backend, r->ranks, text, &id, err)) {
+		if (store_open(a->db, STORE_CREATE, &s, err) || store_add_profile(s, host, a->backend, r->ranks, text, &id, err)) {
 			cli_error("profile", "%s", err);
 			rc = EXIT_RUNTIME;
 		} else if (a->out) printf("profile: recorded as profile %ld in %s\n", id, a->db);

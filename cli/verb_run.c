@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "runtime/ckpt.h"
 #include "runtime/data.h"
 #include "runtime/train.h"
+#include "sim/outfile.h"
 #include "sim/util.h"
 #include "tuner/store.h"
 
@@ -82,9 +84,13 @@ static void run_usage(FILE *f)
 		"  --id N             run stored finalist N (scaleplan db show TUNE) from the --db store\n"
 		"                     (default scaleplan.db), recorded with it; plan flags given as well\n"
 		"                     override its keys\n"
-		"  --save DIR         write one checkpoint file per rank at the end (and every K steps\n"
-		"                     with --save-every K), atomically\n"
-		"  --resume DIR       continue from DIR's checkpoint (same plan, world size and seed)\n"
+		"  --save DIR         save a checkpoint at the end (and every K steps with --save-every\n"
+		"                     K) into DIR/save-S-step-N/: one file per rank, then rank 0's\n"
+		"                     COMMIT once every file is on disk; older saves are deleted only\n"
+		"                     after that, so a failed save (full disk, killed rank) leaves the\n"
+		"                     previous one; leftovers of a failed save are removed at start\n"
+		"  --resume DIR       continue from DIR's newest committed save (same plan, world size,\n"
+		"                     seed, --lr and data; a difference is named and refused)\n"
 		"  --dump-weights F   rank 0 writes every parameter after the last step, fp32\n"
 		"                     little-endian, in the single-rank layout\n"
 		"  --bucket-params N  gradient bucket size in parameters (default Megatron's\n"
@@ -247,8 +253,21 @@ static void print_step(const struct run_opts *o, const struct train_stats *st, c
 
 static const char *stream_name(int s) { return s == EV_COMPUTE ? "compute" : "comm"; }
 
+#define EVF 9  /* doubles per gathered event */
+
+static void write_event(FILE *f, const double *e, int r)
+{
+	fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f",
+		train_ev_name((int)e[2]), stream_name((int)e[3]), r, (int)e[3], e[0] * 1e6, (e[1] - e[0]) * 1e6);
+	if ((int)e[3] == EV_COMPUTE && e[7] >= 0)
+		fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": %d, \"first_layer\": %d}",
+			(int)e[4], (int)e[5], (int)e[6], (int)(e[8] - e[7]), (int)e[7]);
+	else if ((int)e[3] == EV_COMPUTE && e[6] >= 0)
+		fprintf(f, ", \"args\": {\"stage\": %d}", (int)e[6]);
+	fputc('}', f);
+}
+
 /* Rank 0 gathers every rank's events (padded to the largest count) and writes the trace. */
-#define EVF 9
 static int write_trace(struct ctx *x, struct trainer *t, const char *path, const char *plan_json, char *err)
 {
 	size_t n;
@@ -268,37 +287,28 @@ static int write_trace(struct ctx *x, struct trainer *t, const char *path, const
 		memcpy(mine + i * EVF, row, sizeof(row));
 	}
 	if (!rc) rc = comm_allgather(x->world_comm, mine, all, most * EVF, COMM_F64, err);
+	struct outfile o;
 	FILE *f = NULL;
-	if (!rc && x->rank == 0 && !(f = fopen(path, "w"))) rc = errf(err, "trace: cannot create %s", path);
+	char e2[ERR_LEN];
+	if (!rc && x->rank == 0) {
+		if (outfile_open(&o, path, e2)) rc = errf(err, "trace: %s", e2);
+		else if (!(f = outfile_text(&o))) rc = errf(err, "trace: out of memory"), outfile_abort(&o);
+	}
 	if (f) {
 		/* the plan rides along, so `sim --op-times` can scale these op times to other plans */
 		fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"scaleplan run (measured)\", "
 			   "\"plan\": %s},\n\"traceEvents\": [\n", plan_json ? plan_json : "null");
-		int first = 1;
 		for (int r = 0; r < x->world; r++) {
 			fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
-				first ? "" : ",\n", r, r);
+				r ? ",\n" : "", r, r);
 			for (int s = 0; s < 2; s++)
 				fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
 					   "\"args\": {\"name\": \"%s\"}}", r, s, stream_name(s));
-			first = 0;
-			for (size_t i = 0; i < (size_t)counts[r]; i++) {
-				const double *e = all + ((size_t)r * most + i) * EVF;
-				fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %d, "
-					   "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f",
-					train_ev_name((int)e[2]), stream_name((int)e[3]), r, (int)e[3], e[0] * 1e6,
-					(e[1] - e[0]) * 1e6);
-				if ((int)e[3] == EV_COMPUTE && e[7] >= 0)
-					fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": %d, "
-						   "\"first_layer\": %d}",
-						(int)e[4], (int)e[5], (int)e[6], (int)(e[8] - e[7]), (int)e[7]);
-				else if ((int)e[3] == EV_COMPUTE && e[6] >= 0)
-					fprintf(f, ", \"args\": {\"stage\": %d}", (int)e[6]);
-				fprintf(f, "}");
-			}
+			for (size_t i = 0; i < (size_t)counts[r]; i++)
+				write_event(f, all + ((size_t)r * most + i) * EVF, r);
 		}
 		fprintf(f, "\n]}\n");
-		if (fclose(f)) rc = errf(err, "trace: writing %s failed", path);
+		if (outfile_commit(&o, e2)) rc = errf(err, "trace: %s", e2);
 	}
 	free(counts);
 	free(mine);
@@ -313,11 +323,14 @@ static int dump_weights(struct ctx *x, struct trainer *t, const char *path, char
 	if (!full) return errf(err, "--dump-weights: out of memory for %zu parameters", n);
 	int rc = train_full_params(t, full, err);
 	if (!rc && x->rank == 0) {
-		FILE *f = fopen(path, "wb");
-		if (!f) rc = errf(err, "--dump-weights: cannot create %s", path);
-		else {
-			int bad = fwrite(full, sizeof(float), n, f) != n;
-			if (fclose(f) || bad) rc = errf(err, "--dump-weights: writing %s failed", path);
+		struct outfile o;
+		char e2[ERR_LEN];
+		if (outfile_open(&o, path, e2)) rc = errf(err, "--dump-weights: %s", e2);
+		else if (outfile_write(&o, full, n * sizeof(float), e2)) {
+			outfile_abort(&o);
+			rc = errf(err, "--dump-weights: %s", e2);
+		} else if (outfile_commit(&o, e2)) {
+			rc = errf(err, "--dump-weights: %s", e2);
 		}
 	}
 	free(full);
@@ -335,15 +348,35 @@ struct job {
 	struct store *db;
 	long run_id;
 	char *plan_json;
+	char *settings_json;   /* what a checkpoint must match besides the plan: lr, data */
+	int agreed;            /* the failure is known to every rank: no need to abort the job */
 };
 
+/* Collective: every rank returns the same value; err is empty except on the reporting rank. */
 static int save(struct job *j, char *err)
 {
 	struct train_state s;
 	train_state(j->t, &s);
-	struct ckpt_meta meta = {j->x->rank, j->x->world, j->plan_json, j->o.train.seed,
+	struct ckpt_meta meta = {j->x->rank, j->x->world, j->plan_json, j->settings_json, j->o.train.seed,
 				 (uint64_t)*s.steps_done * (uint64_t)j->o.plan.gbs};
-	return ckpt_save(j->o.save, &meta, &s, err);
+	if (ckpt_save_all(j->x->world_comm, j->o.save, &meta, &s, err)) {
+		j->agreed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static char *settings_json(const struct run_opts *o, const struct data *d)
+{
+	char ident[128];
+	data_identity(d, ident, sizeof(ident));
+	cJSON *x = cJSON_CreateObject();
+	if (!x) return NULL;
+	cJSON_AddNumberToObject(x, "lr", o->train.opt.lr);
+	cJSON_AddStringToObject(x, "data", ident);
+	char *s = cJSON_PrintUnformatted(x);
+	cJSON_Delete(x);
+	return s;
 }
 
 /* Rank 0 opens the store and records the run; the others only learn whether it worked. */
@@ -392,14 +425,8 @@ static int train_loop(struct job *j, char *err)
 							   peak, st.loss, err))
 				rc = -1;
 		}
-		if (j->o.save_every && st.step % j->o.save_every == 0 && st.step < j->o.steps) {
-			char e2[ERR_LEN];
-			int bad = save(j, e2);
-			if (any_failed(j->x->world_comm, bad)) {
-				if (!rc) snprintf(err, ERR_LEN, "%s", bad ? e2 : "checkpoint: another rank failed to save");
-				rc = -1;
-			}
-		}
+		if (!rc && j->o.save_every && st.step % j->o.save_every == 0 && st.step < j->o.steps && save(j, err))
+			rc = -1;
 	}
 	int steps = train_steps_done(j->t) - first + 1;
 	double mean_s = timed ? sum_s / timed : first_s, tps = mean_s > 0 ? (double)p->gbs * p->seq / mean_s : 0;
@@ -418,25 +445,6 @@ static int train_loop(struct job *j, char *err)
 	return rc;
 }
 
-/* Every rank's checkpoint file must come from the same save (a crash between two ranks'
- * renames leaves a mix); returns 1 with a message on rank 0 when they do not agree. */
-static int mixed_steps(struct comm *world, int steps, const char *dir)
-{
-	int n = comm_size(world), mixed = 0;
-	double mine = steps, *all = malloc(sizeof(double) * (size_t)n);
-	char e2[ERR_LEN];
-	if (!all || comm_allgather(world, &mine, all, 1, COMM_F64, e2)) {
-		free(all);
-		return 1;
-	}
-	for (int r = 1; r < n; r++) mixed |= all[r] != all[0];
-	if (mixed && comm_rank(world) == 0)
-		fprintf(stderr, "scaleplan run: checkpoint: the files in %s come from different saves "
-			"(rank 0 at step %.0f, another rank at a different step)\n", dir, all[0]);
-	free(all);
-	return mixed;
-}
-
 /* Input checks every rank makes; returns the exit code all ranks share. Messages are
  * printed here (err is left empty). */
 static int setup(struct job *j, struct comm *world, char *err)
@@ -448,24 +456,30 @@ static int setup(struct job *j, struct comm *world, char *err)
 	char e2[ERR_LEN] = "";
 	int bad = o->data ? data_open_file(o->data, j->m.vocab, o->plan.seq, &j->data, e2)
 			  : data_open_synthetic(j->m.vocab, o->train.seed, &j->data, e2);
-	if (bad) fprintf(stderr, "scaleplan run: rank %d: %s\n", rank, e2);
+	if (bad) cli_error("run", "rank %d: %s", rank, e2);
 	if (any_failed(world, bad)) return EXIT_BADINPUT;
 	if (train_create(j->x, &j->m, &o->train, j->data, &j->t, e2)) {
-		if (rank == 0) fprintf(stderr, "scaleplan run: %s\n", e2);
+		if (rank == 0) cli_error("run", "%s", e2);
 		return EXIT_BADINPUT;
 	}
 	j->plan_json = plan_to_json(&o->plan);
-	if (!j->plan_json) return errf(err, "out of memory"), EXIT_RUNTIME;
+	j->settings_json = settings_json(o, j->data);
+	if (!j->plan_json || !j->settings_json) return errf(err, "out of memory"), EXIT_RUNTIME;
 	if (o->resume) {
 		struct train_state s;
 		train_state(j->t, &s);
-		struct ckpt_meta meta = {rank, j->x->world, j->plan_json, o->train.seed, 0};
-		bad = ckpt_load(o->resume, &meta, &s, e2);
-		if (bad) fprintf(stderr, "scaleplan run: rank %d: %s\n", rank, e2);
-		if (any_failed(world, bad) || mixed_steps(world, *s.steps_done, o->resume)) return EXIT_BADINPUT;
+		struct ckpt_meta meta = {rank, j->x->world, j->plan_json, j->settings_json, o->train.seed, 0};
+		if (ckpt_load_all(world, o->resume, &meta, &s, e2)) {
+			if (e2[0]) cli_error("run", "rank %d: %s", rank, e2);
+			return EXIT_BADINPUT;
+		}
 	}
+	/* leftovers of a failed save (its directory without COMMIT) go before the first save */
+	bad = o->save && rank == 0 && ckpt_clean(o->save, e2);
+	if (bad) cli_error("run", "%s", e2);
+	if (any_failed(world, bad)) return EXIT_RUNTIME;
 	bad = o->db && open_db(j, e2);
-	if (bad) fprintf(stderr, "scaleplan run: %s\n", e2);
+	if (bad) cli_error("run", "%s", e2);
 	if (any_failed(world, bad)) return EXIT_BADINPUT;
 	return EXIT_OK;
 }
@@ -514,18 +528,22 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (train_loop(&j, err) || finish(&j, err)) {
-		/* a failed collective leaves the others waiting: end the whole job */
-		cli_error("run", "rank %d: %s", rank, err);
+		if (err[0]) cli_error("run", "rank %d: %s", rank, err);
 		if (j.db) store_finish_run(j.db, j.run_id, "failed", NULL);
-		fflush(stderr);
-		comm_abort(world, EXIT_RUNTIME);
 		rc = EXIT_RUNTIME;
+		/* a failure only this rank saw leaves the others waiting in a collective: end the
+		 * whole job; one every rank agreed on (a failed save) ends each rank cleanly */
+		if (!j.agreed) {
+			fflush(stderr);
+			comm_abort(world, EXIT_RUNTIME);
+		}
 	}
 out:
 	store_close(j.db);
 	train_destroy(j.t);
 	data_close(j.data);
 	free(j.plan_json);
+	free(j.settings_json);
 	ctx_destroy(j.x);
 	comm_destroy(world);
 	return rc;

@@ -249,6 +249,11 @@ static int run_event(const struct model *m, const struct hw *h, const struct pla
 		printf("op times: measured on another plan of this model (%s), scaled to this plan through %s's tables and costs\n",
 		       a->op_times, h->name);
 	struct event_sim s;
+	if (event_check(p, err)) {
+		cli_error("sim", "%s", err);
+		op_times_free(&mt);
+		return EXIT_BADINPUT;
+	}
 	if (event_run(m, h, p, e, a->op_times ? &mt : NULL, &s, err)) {
 		cli_error("sim", "%s", err);
 		op_times_free(&mt);
@@ -297,9 +302,8 @@ int cmd_sim(int argc, char **argv)
 		estimate_print_fixes(fx, estimate_fixes(&m, &h, &p, fx, FIX_MAX), stdout);
 	}
 	if (!e.fits) {
-		fprintf(stderr, "scaleplan sim: plan does not fit: peak %.2f GiB exceeds %s capacity %.2f GiB by %.2f GiB\n",
-			e.peak_mem_bytes / GIB, h.name, e.capacity_bytes / GIB,
-			(e.peak_mem_bytes - e.capacity_bytes) / GIB);
+		cli_error("sim", "plan does not fit: peak %.2f GiB exceeds %s capacity %.2f GiB by %.2f GiB",
+			  e.peak_mem_bytes / GIB, h.name, e.capacity_bytes / GIB, (e.peak_mem_bytes - e.capacity_bytes) / GIB);
 		return EXIT_INFEASIBLE;
 	}
 	return EXIT_OK;

@@ -213,7 +213,8 @@ static char *rejected_json(const struct search_result *res)
 	return s;
 }
 
-/* One transaction: the tune and its finalists (full plan JSON each, for `export --id`). */
+/* One transaction: the tune and its finalists (full plan JSON each, for `export --id`).
+ * 0; -2 when --db names a file that is not a store; -1 for other failures. */
 static int record(const struct tune_args *a, const struct search_req *rq, const struct search_result *res,
 		  struct search_out *o)
 {
@@ -242,7 +243,12 @@ static int record(const struct tune_args *a, const struct search_req *rq, const 
 			.capacity_bytes = k->capacity_bytes, .fits = k->fits, .bubble_fraction = k->bubble_fraction,
 			.exposed_comm_s = k->exposed_comm_s, .refined = 0};
 	}
-	if (store_open(a->db ? a->db : STORE_DEFAULT_PATH, 1, &s, err)) { cli_error("tune", "%s", err); goto out; }
+	int orc = store_open(a->db ? a->db : STORE_DEFAULT_PATH, STORE_CREATE, &s, err);
+	if (orc) {
+		cli_error("tune", "%s", err);
+		rc = orc == -2 ? -2 : -1;
+		goto out;
+	}
 	rc = store_add_tune(s, &t, f, res->ntop, err);
 	if (rc) cli_error("tune", "%s", err);
 	else {
@@ -304,7 +310,8 @@ int cmd_tune(int argc, char **argv)
 	}
 	struct search_out o = {a.tokens, a.price, 0, 0};
 	rc = res.ntop ? EXIT_OK : EXIT_INFEASIBLE;
-	if (!a.no_db && record(&a, &rq, &res, &o)) rc = EXIT_RUNTIME;
+	int rec = a.no_db ? 0 : record(&a, &rq, &res, &o);
+	if (rec) rc = rec == -2 ? EXIT_BADINPUT : EXIT_RUNTIME;
 	int bench = a.bench.top && o.tune_id && res.ntop;
 	if (a.json && bench) rc = print_json_with_bench(&a, &rq, &res, &o, rc);
 	else if (a.json) search_write_json(&rq, &res, &o, stdout);

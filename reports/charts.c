@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "reports/escape.h"
 #include "reports/gnuplot.h"
 #include "reports/plot.h"
 #include "sim/util.h"
@@ -18,27 +19,39 @@ static const char *const part_colors[PLOT_CMP_PARTS] = {"#4C72B0", "#8FAADC", "#
 
 static int close_checked(FILE *f, struct gp *g, char *err)
 {
-	int bad = ferror(f) | fclose(f);
-	return bad ? errf(err, "plot: cannot write temporary files in %s", g->dir) : 0;
+	return gp_fclose(g, f, err);
 }
 
-/* data: "label" then one column per part, GiB */
+/* `set xtics (LABEL 0, LABEL 1, ...)`: labels live in the script, escaped; data files hold
+ * numbers only */
+static void write_xtics(FILE *f, const char *const *labels, int n, const char *font)
+{
+	fputs("set xtics (", f);
+	for (int i = 0; i < n; i++) {
+		fputs(i ? ", " : "", f);
+		esc_gnuplot(f, labels[i]);
+		fprintf(f, " %d", i);
+	}
+	fprintf(f, ") nomirror%s\n", font);
+}
+
+/* data: bar index then one column per part, GiB */
 static int write_bars(struct gp *g, const struct plot_memory_in *in, char *err)
 {
 	FILE *f = gp_file(g, "bars.dat", err);
 	if (!f) return -1;
 	for (int i = 0; i < in->nbars; i++) {
-		fputc('"', f);
-		for (const char *c = in->bars[i].label; *c; c++) fputc(*c == '"' ? '\'' : *c, f);
-		fputc('"', f);
+		fprintf(f, "%d", i);
 		for (int k = 0; k < PM_PARTS; k++) fprintf(f, " %.6g", in->bars[i].bytes[k] / GIB);
 		fputc('\n', f);
 	}
 	return close_checked(f, g, err);
 }
 
-static void script_bars(FILE *f, const struct gp *g, const struct plot_memory_in *in)
+static void script_bars(FILE *f, const struct plot_memory_in *in)
 {
+	const char *labels[PLOT_MEM_MAX_BARS];
+	for (int i = 0; i < in->nbars; i++) labels[i] = in->bars[i].label;
 	double cap = in->capacity_bytes / GIB, top = cap;
 	for (int i = 0; i < in->nbars; i++) {
 		double sum = 0;
@@ -49,9 +62,10 @@ static void script_bars(FILE *f, const struct gp *g, const struct plot_memory_in
 		   "set style histogram rowstacked\nset style fill solid 1.0 border rgb \"#202020\"\n"
 		   "set boxwidth 0.6\nset ylabel \"GiB per GPU (2^30 B)\"\nunset xlabel\n"
 		   "set key outside right top vertical Left reverse noenhanced\n"
-		   "set xrange [-0.6:%d.6]\nset yrange [0:%.6g]\nset grid ytics\nunset xtics\nset xtics nomirror\n",
+		   "set xrange [-0.6:%d.6]\nset yrange [0:%.6g]\nset grid ytics\n",
 		in->nbars - 1, top * 1.12);
-	fprintf(f, "plot '%s/bars.dat' using 2:xtic(1) title \"%s\" lc rgb \"%s\"", g->dir, mem_names[0], mem_colors[0]);
+	write_xtics(f, labels, in->nbars, "");
+	fprintf(f, "plot 'bars.dat' using 2 title \"%s\" lc rgb \"%s\"", mem_names[0], mem_colors[0]);
 	for (int k = 1; k < PM_PARTS; k++)
 		fprintf(f, ", '' using %d title \"%s\" lc rgb \"%s\"", k + 2, mem_names[k], mem_colors[k]);
 	fprintf(f, ", %.6g with lines lw 2 dt 2 lc rgb \"#D62728\" title \"capacity %.1f GiB\"\n", cap, cap);
@@ -81,7 +95,7 @@ static int write_time(struct gp *g, const struct plot_memory_in *in, int *rows, 
 	return 0;
 }
 
-static void script_time(FILE *f, const struct gp *g, const struct plot_memory_in *in, const int *rows, int nrows)
+static void script_time(FILE *f, const struct plot_memory_in *in, const int *rows, int nrows)
 {
 	double cap = in->capacity_bytes / GIB;
 	fputs("set title \"memory over one step by pipeline rank", f);
@@ -91,7 +105,7 @@ static void script_time(FILE *f, const struct gp *g, const struct plot_memory_in
 	      "set key outside right top vertical Left reverse noenhanced\n", f);
 	fputs("plot ", f);
 	for (int k = 0; k < nrows; k++)
-		fprintf(f, "'%s/mem%d.dat' using 1:2 with steps lw 1.5 title \"rank %d\", ", g->dir, k, rows[k]);
+		fprintf(f, "'mem%d.dat' using 1:2 with steps lw 1.5 title \"rank %d\", ", k, rows[k]);
 	fprintf(f, "%.6g with lines lw 2 dt 2 lc rgb \"#D62728\" title \"capacity %.1f GiB\"\n", cap, cap);
 }
 
@@ -102,6 +116,7 @@ int plot_memory(const struct plot_memory_in *in, const char *path, char *err)
 	int panels = in->panels ? in->panels : PLOT_MEM_BOTH;
 	if (!in->tl || !in->static_bytes) panels &= ~PLOT_MEM_TIME;
 	if (in->nbars < 1) panels &= ~PLOT_MEM_BREAKDOWN;
+	if (in->nbars > PLOT_MEM_MAX_BARS) return errf(err, "plot: more than %d memory bars", PLOT_MEM_MAX_BARS);
 	if (!panels) return errf(err, "plot: no memory data to draw");
 	struct gp g;
 	int rc = -1, nrows = 0;
@@ -113,15 +128,18 @@ int plot_memory(const struct plot_memory_in *in, const char *path, char *err)
 	FILE *f = gp_file(&g, "plot.gp", err);
 	if (!f) goto done;
 	int both = panels == PLOT_MEM_BOTH;
-	gp_terminal(f, path, svg, both ? 1600 : 1100, 560);
+	gp_terminal(f, svg, both ? 1600 : 1100, 560);
 	fputs("set termoption noenhanced\n", f);
 	if (both) {
-		fputs("set multiplot layout 1,2 title \"", f);
-		gp_put_string(f, in->title ? in->title : "memory");
-		fputs("\" noenhanced\n", f);
+		fputs("set multiplot layout 1,2 title ", f);
+		esc_gnuplot(f, in->title ? in->title : "memory");
+		fputs(" noenhanced\n", f);
 	}
-	if (panels & PLOT_MEM_BREAKDOWN) script_bars(f, &g, in);
-	if (panels & PLOT_MEM_TIME) script_time(f, &g, in, rows, nrows);
+	if (panels & PLOT_MEM_BREAKDOWN) script_bars(f, in);
+	if (panels & PLOT_MEM_TIME) {
+		if (panels & PLOT_MEM_BREAKDOWN) fputs("unset xtics\n", f);
+		script_time(f, in, rows, nrows);
+	}
 	if (both) fputs("unset multiplot\n", f);
 	if (close_checked(f, &g, err)) goto done;
 	rc = gp_run(&g, path, err);
@@ -131,33 +149,31 @@ done:
 	return rc;
 }
 
-/* x labels in the script (where \n breaks a line): a long label splits at its middle space */
-/* x labels wrapped at spaces into lines of at most `width` characters; returns the most
- * lines a label took */
-static int write_xtics(FILE *f, const struct plot_cmp_plan *plans, int n, int width)
+/* x labels wrapped at spaces into lines of at most `width` characters (a newline between
+ * lines, written through esc_gnuplot); returns the most lines a label took */
+static int write_cmp_xtics(FILE *f, const struct plot_cmp_plan *plans, int n, int width)
 {
+	char wrapped[PLOT_CMP_MAX][sizeof(plans[0].label)];
+	const char *labels[PLOT_CMP_MAX];
 	int most = 1;
-	fputs("set xtics (", f);
 	for (int i = 0; i < n; i++) {
-		const char *l = plans[i].label;
+		char *o = wrapped[i];   /* never longer than the label: runs of spaces become one byte */
 		int lines = 1, col = 0;
-		fprintf(f, "%s\"", i ? ", " : "");
-		for (const char *w = l; *w;) {
+		for (const char *w = plans[i].label; *w;) {
 			size_t len = strcspn(w, " ");
-			if (col && col + 1 + (int)len > width) { fputs("\\n", f); lines++; col = 0; }
-			else if (col) { fputc(' ', f); col++; }
-			for (size_t k = 0; k < len; k++) {
-				if (w[k] == '"' || w[k] == '\\') fputc('\\', f);
-				fputc(w[k], f);
-			}
+			if (col && col + 1 + (int)len > width) { *o++ = '\n'; lines++; col = 0; }
+			else if (col) { *o++ = ' '; col++; }
+			memcpy(o, w, len);
+			o += len;
 			col += (int)len;
 			w += len;
 			while (*w == ' ') w++;
 		}
-		fprintf(f, "\" %d", i);
+		*o = 0;
+		labels[i] = wrapped[i];
 		if (lines > most) most = lines;
 	}
-	fputs(") nomirror font \",9\"\n", f);
+	write_xtics(f, labels, n, " font \",9\"");
 	return most;
 }
 
@@ -175,9 +191,7 @@ int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *pa
 	double top_mem = 0;
 	int same_cap = 1;
 	for (int i = 0; i < n; i++) {
-		fputc('"', f);
-		for (const char *c = plans[i].label; *c; c++) fputc(*c == '"' ? '\'' : *c, f);
-		fputc('"', f);
+		fprintf(f, "%d", i);
 		for (int k = 0; k < PLOT_CMP_PARTS; k++) fprintf(f, " %.9g", plans[i].part_s[k]);
 		fprintf(f, " %.6g %.6g\n", plans[i].peak_bytes / GIB, plans[i].capacity_bytes / GIB);
 		top_mem = fmax(top_mem, fmax(plans[i].peak_bytes, plans[i].capacity_bytes) / GIB);
@@ -186,23 +200,23 @@ int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *pa
 	if (close_checked(f, &g, err) || !(f = gp_file(&g, "plot.gp", err))) goto done;
 	/* each half of a 1600-px chart gives a label about 800/n px, some 7 px per character */
 	int width = 800 / n / 7 < 12 ? 12 : 800 / n / 7;
-	gp_terminal(f, path, svg, 1600, 640);
+	gp_terminal(f, svg, 1600, 640);
 	fputs("set termoption noenhanced\n", f);
-	int lines = write_xtics(f, plans, n, width);
-	fputs("set multiplot layout 1,2 title \"", f);
-	gp_put_string(f, title ? title : "plans compared");
-	fprintf(f, "\" noenhanced\nset style data histograms\nset style histogram rowstacked\n"
+	int lines = write_cmp_xtics(f, plans, n, width);
+	fputs("set multiplot layout 1,2 title ", f);
+	esc_gnuplot(f, title ? title : "plans compared");
+	fprintf(f, " noenhanced\nset style data histograms\nset style histogram rowstacked\n"
 		   "set style fill solid 1.0 border rgb \"#202020\"\nset boxwidth 0.6\nset grid ytics\n"
 		   "set key outside right top vertical Left reverse noenhanced\nset bmargin %d\n", lines + 2);
 	fprintf(f, "set title \"step time by part\"\nset ylabel \"seconds per step\"\nset xrange [-0.6:%d.6]\nset yrange [0:*]\n", n - 1);
-	fprintf(f, "plot '%s/plans.dat' using 2 title \"%s\" lc rgb \"%s\"", g.dir, part_names[0], part_colors[0]);
+	fprintf(f, "plot 'plans.dat' using 2 title \"%s\" lc rgb \"%s\"", part_names[0], part_colors[0]);
 	for (int k = 1; k < PLOT_CMP_PARTS; k++)
 		fprintf(f, ", '' using %d title \"%s\" lc rgb \"%s\"", k + 2, part_names[k], part_colors[k]);
 	fprintf(f, "\nset title \"peak memory per GPU\"\nset ylabel \"GiB (2^30 B)\"\nset yrange [0:%.6g]\n", top_mem * 1.12);
 	/* the capacity of each plan as a dash across its own bar */
-	fprintf(f, "plot '%s/plans.dat' using %d title \"peak\" lc rgb \"#4C72B0\", "
+	fprintf(f, "plot 'plans.dat' using %d title \"peak\" lc rgb \"#4C72B0\", "
 		   "'' using 0:%d:(0.4) with xerrorbars pt -1 lw 2 lc rgb \"#D62728\" title \"",
-		g.dir, PLOT_CMP_PARTS + 2, PLOT_CMP_PARTS + 3);
+		PLOT_CMP_PARTS + 2, PLOT_CMP_PARTS + 3);
 	if (same_cap) fprintf(f, "capacity %.1f GiB\"\nunset multiplot\n", plans[0].capacity_bytes / GIB);
 	else fputs("capacity of each plan\"\nunset multiplot\n", f);
 	if (close_checked(f, &g, err)) goto done;

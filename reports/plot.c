@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "reports/escape.h"
 #include "reports/gnuplot.h"
 #include "reports/plot.h"
 #include "sim/util.h"
@@ -135,12 +136,13 @@ static int open_files(struct chart *c, char *err)
 	return 0;
 }
 
-static int close_files(struct chart *c)
+/* 0, or -1 with the first failure's reason in err (NULL: closing after another failure) */
+static int close_files(struct chart *c, char *err)
 {
 	int bad = 0;
 	for (int k = 0; k < CAT_COUNT; k++)
-		if (c->f[k]) { bad |= ferror(c->f[k]) | fclose(c->f[k]); c->f[k] = NULL; }
-	if (c->labels) { bad |= ferror(c->labels) | fclose(c->labels); c->labels = NULL; }
+		if (c->f[k]) { bad |= gp_fclose(&c->g, c->f[k], bad ? NULL : err); c->f[k] = NULL; }
+	if (c->labels) { bad |= gp_fclose(&c->g, c->labels, bad ? NULL : err); c->labels = NULL; }
 	return bad;
 }
 
@@ -151,18 +153,35 @@ static void write_ytics(FILE *f, const int *rows, int n)
 	fputs(") nomirror\n", f);
 }
 
-static void write_script(FILE *f, const struct chart *c, const char *out, int svg, int width,
-			 const struct plot_bubble_opts *o, const int *rows, int nranks)
+/* "TEXT" followed by one more line, as a gnuplot string expression */
+static void put_title(FILE *f, const char *text, const char *more)
+{
+	char *t = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&t, &len);
+	if (m) {
+		fprintf(m, "%s%s%s", text, more[0] ? "\n" : "", more);
+		fclose(m);
+	}
+	esc_gnuplot(f, t ? t : text);
+	free(t);
+}
+
+static void write_script(FILE *f, const struct chart *c, int svg, int width, const struct plot_bubble_opts *o,
+			 const int *rows, int nranks)
 {
 	int height = 150 + c->nrows * (c->nrows > 16 ? 22 : 34);
-	gp_terminal(f, out, svg, width, height);
-	fputs("set title \"", f);
-	gp_put_string(f, o->title ? o->title : "pipeline timeline");
+	char more[96] = "", unit[64] = "time";
+	gp_terminal(f, svg, width, height);
 	if (c->nrows < nranks)
-		fprintf(f, "\\nshowing %d of %d ranks (evenly sampled, first and last included)", c->nrows, nranks);
-	fputs("\" noenhanced\n", f);
-	fprintf(f, "set xlabel \"time%s%s%s\" noenhanced\n", o->time_unit ? " (" : "",
-		o->time_unit ? o->time_unit : "", o->time_unit ? ")" : "");
+		snprintf(more, sizeof(more), "showing %d of %d ranks (evenly sampled, first and last included)", c->nrows, nranks);
+	fputs("set title ", f);
+	put_title(f, o->title ? o->title : "pipeline timeline", more);
+	fputs(" noenhanced\n", f);
+	if (o->time_unit) snprintf(unit, sizeof(unit), "time (%s)", o->time_unit);
+	fputs("set xlabel ", f);
+	esc_gnuplot(f, unit);
+	fputs(" noenhanced\n", f);
 	fprintf(f, "set xrange [%.9g:%.9g]\nset yrange [%d.6:-0.6]\n", c->t0, c->t1, c->nrows - 1);
 	write_ytics(f, rows, c->nrows);
 	fputs("set key outside right top vertical Left reverse noenhanced\nset grid xtics\n", f);
@@ -174,18 +193,16 @@ static void write_script(FILE *f, const struct chart *c, const char *out, int sv
 	fputs("plot keyentry with boxes fc rgb \"#E4E4E4\" title \"idle\"", f);
 	for (int k = 0; k < CAT_COUNT; k++)
 		if (c->count[k])
-			fprintf(f, ", \\\n  '%s/%s' using 1:2:3:4:5:6 with boxxyerror fc rgb \"%s\" title \"%s\"",
-				c->g.dir, cat_file[k], cat_color[k], cat_title[k]);
+			fprintf(f, ", \\\n  '%s' using 1:2:3:4:5:6 with boxxyerror fc rgb \"%s\" title \"%s\"",
+				cat_file[k], cat_color[k], cat_title[k]);
 	if (c->nlabels)
-		fprintf(f, ", \\\n  '%s/labels.dat' using 1:2:3:4 with labels font \",8\" tc rgb variable notitle",
-			c->g.dir);
+		fputs(", \\\n  'labels.dat' using 1:2:3:4 with labels font \",8\" tc rgb variable notitle", f);
 	fputs("\n", f);
 }
 
 static int check_output(const char *path, int *svg, char *err)
 {
 	size_t n = strlen(path);
-	if (strpbrk(path, "'\n\r")) return errf(err, "plot: output path must not contain quotes or newlines");
 	if (n > 4 && !strcmp(path + n - 4, ".png")) *svg = 0;
 	else if (n > 4 && !strcmp(path + n - 4, ".svg")) *svg = 1;
 	else return errf(err, "plot: output '%s' must end in .png or .svg", path);
@@ -238,12 +255,11 @@ int plot_bubble(const struct timeline *tl, const char *path, const struct plot_b
 	for (int k = 0; k < c.nrows * CAT_COUNT; k++) flush_box(&c, k % CAT_COUNT, &c.pending[k]);
 	FILE *f = gp_file(&c.g, "plot.gp", err);
 	if (!f) goto done;
-	write_script(f, &c, path, svg, width, o, rows, tl->nranks);
-	int bad = ferror(f) | fclose(f);
-	if (close_files(&c) || bad) { errf(err, "plot: cannot write temporary files in %s", c.g.dir); goto done; }
+	write_script(f, &c, svg, width, o, rows, tl->nranks);
+	if (gp_fclose(&c.g, f, err) || close_files(&c, err)) goto done;
 	rc = gp_run(&c.g, path, err);
 done:
-	close_files(&c);
+	close_files(&c, NULL);
 	gp_close(&c.g);
 	free(c.pending);
 	free(c.row_of);

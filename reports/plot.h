@@ -27,8 +27,9 @@ struct plot_bubble_opts {
 int plot_bubble(const struct timeline *tl, const char *path, const struct plot_bubble_opts *o,
 		char *err);
 
-/* 0 for a .png path, 1 for .svg; -1 with err for anything else (or a path gnuplot cannot
- * quote). Lets a caller reject a bad name before doing any work. */
+/* 0 for a .png path, 1 for .svg; -1 with err for anything else. Lets a caller reject a bad
+ * name before doing any work. Any other character may appear in the path: it never reaches
+ * gnuplot (the chart is written in a private directory and installed by sim/outfile.h). */
 int plot_format(const char *path, char *err);
 
 /* Memory charts (reports/charts.c). Breakdown panel: one stacked bar per rank kind against a
@@ -39,10 +40,11 @@ struct plot_mem_bar {
 	char label[40];
 	double bytes[PM_PARTS];
 };
+#define PLOT_MEM_MAX_BARS 64
 enum { PLOT_MEM_BREAKDOWN = 1, PLOT_MEM_TIME = 2, PLOT_MEM_BOTH = 3 };
 struct plot_memory_in {
 	const char *title;
-	const struct plot_mem_bar *bars;  /* nbars entries (breakdown panel) */
+	const struct plot_mem_bar *bars;  /* nbars entries (breakdown panel), at most PLOT_MEM_MAX_BARS */
 	int nbars;
 	double capacity_bytes;
 	const struct timeline *tl;        /* time panel: NULL leaves it out */

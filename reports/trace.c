@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "reports/trace.h"
+#include "sim/outfile.h"
 #include "sim/util.h"
 
 static void json_string(FILE *f, const char *s)
@@ -67,16 +68,21 @@ int trace_write(const struct timeline *tl, const char *path, double us_per_unit,
 {
 	if (tl->nranks < 1) return errf(err, "trace: timeline has no ranks");
 	if (!(us_per_unit > 0)) return errf(err, "trace: microseconds per time unit must be positive");
-	FILE *f = fopen(path, "w");
-	if (!f) return errf(err, "trace: %s: %s", path, strerror(errno));
+	struct outfile o;
+	char e2[ERR_LEN];
+	if (outfile_open(&o, path, e2)) return errf(err, "trace: %s", e2);
+	FILE *f = outfile_text(&o);
+	if (!f) {
+		outfile_abort(&o);
+		return errf(err, "trace: out of memory");
+	}
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"name\":", f);
 	json_string(f, name ? name : "scaleplan");
 	fputs("},\"traceEvents\":[\n", f);
 	write_metadata(f, tl);
 	for (size_t i = 0; i < tl->n; i++) write_event(f, &tl->ev[i], us_per_unit);
 	fputs("\n]}\n", f);
-	int bad = ferror(f);
-	if (fclose(f) || bad) return errf(err, "trace: %s: write failed", path);
+	if (outfile_commit(&o, e2)) return errf(err, "trace: %s", e2);
 	return 0;
 }
 
@@ -164,8 +170,15 @@ int trace_read_op_times(const char *path, struct op_times *out, char *err)
 	memset(out, 0, sizeof(*out));
 	char *text = read_file(path, (size_t)1 << 30, err);
 	if (!text) return -1;
-	cJSON *root = cJSON_Parse(text);
+	int rc = trace_parse_op_times(text, path, out, err);
 	free(text);
+	return rc;
+}
+
+int trace_parse_op_times(const char *text, const char *path, struct op_times *out, char *err)
+{
+	memset(out, 0, sizeof(*out));
+	cJSON *root = cJSON_Parse(text);
 	if (!root) return errf(err, "op times: %s: malformed JSON", path);
 	const cJSON *arr = cJSON_IsArray(root) ? root : cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
 	int rc = -1;

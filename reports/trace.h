@@ -24,5 +24,7 @@ int trace_write(const struct timeline *tl, const char *path, double us_per_unit,
  * op_times (free with op_times_free). 0, or -1 with err naming the event and the field
  * (malformed JSON, a missing or non-numeric field, no op events at all). */
 int trace_read_op_times(const char *path, struct op_times *out, char *err);
+/* The same from the file's text; `path` only names it in messages. */
+int trace_parse_op_times(const char *text, const char *path, struct op_times *out, char *err);
 
 #endif

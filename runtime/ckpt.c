@@ -1,58 +1,44 @@
-/* ckpt — per-rank checkpoint files written atomically and checked on load (format in ckpt.h). */
+/* ckpt — one rank's checkpoint file: written whole or not at all, checked on load (format
+ * in ckpt.h). The save directories and the protocol around them are in ckpt_dir.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <cjson/cJSON.h>
 #include "runtime/ckpt.h"
+#include "sim/outfile.h"
 #include "sim/util.h"
 
 #define CKPT_MAGIC "SPCKPT01"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
+#define MAX_PLAN_BYTES (1u << 20)
+#define MAX_SETTINGS_BYTES (1u << 16)
+#define MAX_ELEMS (1ull << 40)
 
 struct hdr {
 	char magic[8];
-	uint32_t version, rank, world, plan_len;
+	uint32_t version, rank, world, plan_len, settings_len, reserved;
 	uint64_t seed;
 	int64_t steps_done, adam_step;
 	uint64_t next_sample, n_params, n_moments;
 };
+_Static_assert(sizeof(struct hdr) == 80, "the header has no padding");
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+void ckpt_path(char *buf, size_t len, const char *savedir, int rank)
 {
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-#define FNV_INIT 0xcbf29ce484222325ull
-
-void ckpt_path(char *buf, size_t len, const char *dir, int rank)
-{
-	snprintf(buf, len, "%s/rank-%05d.ckpt", dir, rank);
+	snprintf(buf, len, "%s/rank-%05d.ckpt", savedir, rank);
 }
 
 /* writes n bytes and folds them into the checksum */
-static int put(FILE *f, uint64_t *h, const void *p, size_t n)
+static int put(struct outfile *o, uint64_t *h, const void *p, size_t n, char *err)
 {
 	*h = fnv1a(*h, p, n);
-	return fwrite(p, 1, n, f) == n ? 0 : -1;
+	return outfile_write(o, p, n, err);
 }
 
-int ckpt_save(const char *dir, const struct ckpt_meta *meta, const struct train_state *s, char *err)
+int ckpt_write_file(const char *path, const struct ckpt_meta *meta, const struct train_state *s, char *err)
 {
-	if (mkdir(dir, 0777) && errno != EEXIST)
-		return errf(err, "checkpoint: cannot create directory %s: %s", dir, strerror(errno));
-	size_t plen = strlen(dir) + 64;
-	char *path = malloc(plen), *tmp = malloc(plen);
-	if (!path || !tmp) {
-		free(path);
-		free(tmp);
-		return errf(err, "checkpoint: out of memory");
-	}
-	ckpt_path(path, plen, dir, meta->rank);
-	snprintf(tmp, plen, "%s/.rank-%05d.ckpt.tmp", dir, meta->rank);
 	struct hdr h;
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, CKPT_MAGIC, 8);
@@ -60,60 +46,97 @@ int ckpt_save(const char *dir, const struct ckpt_meta *meta, const struct train_
 	h.rank = (uint32_t)meta->rank;
 	h.world = (uint32_t)meta->world;
 	h.plan_len = (uint32_t)strlen(meta->plan_json);
+	h.settings_len = (uint32_t)strlen(meta->settings_json ? meta->settings_json : "");
 	h.seed = meta->seed;
 	h.steps_done = *s->steps_done;
 	h.adam_step = *s->adam_step;
 	h.next_sample = meta->next_sample;
 	h.n_params = s->n_params;
 	h.n_moments = s->n_moments;
-	int rc = -1;
-	FILE *f = fopen(tmp, "wb");
-	if (!f) {
-		errf(err, "checkpoint: cannot create %s: %s", tmp, strerror(errno));
-		goto out;
+	if (h.plan_len > MAX_PLAN_BYTES || h.settings_len > MAX_SETTINGS_BYTES)
+		return errf(err, "checkpoint: plan or settings too long to save");
+	struct outfile o;
+	char e2[ERR_LEN];
+	if (outfile_open(&o, path, e2)) return errf(err, "checkpoint: cannot create %s", e2);
+	uint64_t sum = FNV1A_INIT;
+	int bad = put(&o, &sum, &h, sizeof(h), e2) || put(&o, &sum, meta->plan_json, h.plan_len, e2) ||
+		  put(&o, &sum, meta->settings_json, h.settings_len, e2) ||
+		  put(&o, &sum, s->params, s->n_params * sizeof(float), e2) ||
+		  put(&o, &sum, s->m, s->n_moments * sizeof(float), e2) ||
+		  put(&o, &sum, s->v, s->n_moments * sizeof(float), e2) || outfile_write(&o, &sum, sizeof(sum), e2);
+	if (bad) {
+		outfile_abort(&o);
+		return errf(err, "checkpoint: writing %s", e2);
 	}
-	uint64_t sum = FNV_INIT;
-	int bad = put(f, &sum, &h, sizeof(h)) || put(f, &sum, meta->plan_json, h.plan_len) ||
-		  put(f, &sum, s->params, s->n_params * sizeof(float)) ||
-		  put(f, &sum, s->m, s->n_moments * sizeof(float)) ||
-		  put(f, &sum, s->v, s->n_moments * sizeof(float));
-	bad = bad || fwrite(&sum, sizeof(sum), 1, f) != 1 || fflush(f) || fsync(fileno(f));
-	if (fclose(f) || bad) {
-		errf(err, "checkpoint: writing %s failed: %s", tmp, strerror(errno));
-		remove(tmp);
-		goto out;
-	}
-	if (rename(tmp, path)) {
-		errf(err, "checkpoint: cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		remove(tmp);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(path);
-	free(tmp);
-	return rc;
+	if (outfile_commit(&o, e2)) return errf(err, "checkpoint: writing %s", e2);
+	return 0;
 }
 
-/* Checks the header against the running job; the message names the file and the rule. */
-static int check_hdr(const char *path, const struct hdr *h, const struct ckpt_meta *meta, char *err)
+/* Finds the first key of x whose value differs in y (absent there, or another value) and
+ * says so in err; reverse: x is the running job's object. 1 when found. */
+static int diff_pass(const cJSON *x, const cJSON *y, int reverse, const char *path, const char *what, char *err)
+{
+	for (const cJSON *it = x->child; it; it = it->next) {
+		const cJSON *other = cJSON_GetObjectItemCaseSensitive(y, it->string);
+		char *sx = cJSON_PrintUnformatted(it), *sy = other ? cJSON_PrintUnformatted(other) : NULL;
+		int differ = !sx || !sy || strcmp(sx, sy);
+		if (differ)
+			errf(err, "checkpoint: %s was saved %s: %s is %s there, %s now", path, what, it->string,
+			     reverse ? (sy ? sy : "absent") : (sx ? sx : "?"), reverse ? (sx ? sx : "?") : (sy ? sy : "absent"));
+		free(sx);
+		free(sy);
+		if (differ) return 1;
+	}
+	return 0;
+}
+
+/* Names the first key whose value differs between the saved and the running JSON objects. */
+static void json_diff(const char *path, const char *what, const char *saved, const char *now, char *err)
+{
+	cJSON *a = cJSON_Parse(saved), *b = cJSON_Parse(now);
+	errf(err, "checkpoint: %s was saved %s", path, what);
+	if (a && b && !diff_pass(a, b, 0, path, what, err)) diff_pass(b, a, 1, path, what, err);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+/* The header against the file's size; every field bounded before any arithmetic. */
+static int check_size(const char *path, const struct hdr *h, uint64_t size, char *err)
 {
 	if (memcmp(h->magic, CKPT_MAGIC, 8))
 		return errf(err, "checkpoint: %s is not a scaleplan checkpoint (bad magic)", path);
 	if (h->version != CKPT_VERSION)
 		return errf(err, "checkpoint: %s has version %u, this program reads %u", path, h->version, CKPT_VERSION);
+	if (h->plan_len > MAX_PLAN_BYTES || h->settings_len > MAX_SETTINGS_BYTES || h->n_params > MAX_ELEMS ||
+	    h->n_moments > MAX_ELEMS)
+		return errf(err, "checkpoint: %s is corrupt (impossible header values)", path);
+	uint64_t want = sizeof(*h) + h->plan_len + h->settings_len + 4 * (h->n_params + 2 * h->n_moments) + 8;
+	if (size < want)
+		return errf(err, "checkpoint: %s is truncated (%llu bytes, its header describes %llu)", path,
+			    (unsigned long long)size, (unsigned long long)want);
+	if (size > want)
+		return errf(err, "checkpoint: %s is corrupt (%llu bytes, its header describes %llu)", path,
+			    (unsigned long long)size, (unsigned long long)want);
+	return 0;
+}
+
+/* The file (checksum already verified) against the running job. */
+static int check_job(const char *path, const struct hdr *h, const char *plan, const char *settings,
+		     const struct ckpt_meta *meta, const struct train_state *s, char *err)
+{
 	if ((int)h->world != meta->world)
 		return errf(err, "checkpoint: %s was saved by %u ranks, this job has %d", path, h->world, meta->world);
 	if ((int)h->rank != meta->rank)
 		return errf(err, "checkpoint: %s belongs to rank %u, not rank %d", path, h->rank, meta->rank);
-	if (h->plan_len > (1u << 20))
-		return errf(err, "checkpoint: %s is corrupt (plan of %u bytes)", path, h->plan_len);
-	return 0;
-}
-
-static int check_state(const char *path, const struct hdr *h, const struct ckpt_meta *meta,
-		       const struct train_state *s, char *err)
-{
+	if (strcmp(plan, meta->plan_json)) {
+		json_diff(path, "for a different plan", plan, meta->plan_json, err);
+		return -1;
+	}
+	const char *now = meta->settings_json ? meta->settings_json : "";
+	if (strcmp(settings, now)) {
+		json_diff(path, "with different settings", settings, now, err);
+		return -1;
+	}
 	if (h->seed != meta->seed)
 		return errf(err, "checkpoint: %s was saved with --seed %llu, this run has %llu", path,
 			    (unsigned long long)h->seed, (unsigned long long)meta->seed);
@@ -121,88 +144,75 @@ static int check_state(const char *path, const struct hdr *h, const struct ckpt_
 		return errf(err, "checkpoint: %s holds %llu parameters and %llu moments, this rank needs %zu and %zu",
 			    path, (unsigned long long)h->n_params, (unsigned long long)h->n_moments, s->n_params,
 			    s->n_moments);
-	if (h->steps_done < 0 || h->adam_step < 0)
-		return errf(err, "checkpoint: %s is corrupt (impossible header values)", path);
+	if (h->steps_done < 0 || h->adam_step < 0 || h->steps_done > 0x7fffffff || h->adam_step > 0x7fffffff)
+		return errf(err, "checkpoint: %s is corrupt (impossible step counts)", path);
 	return 0;
 }
 
-/* Names the first plan key whose value differs between the checkpoint and the job. */
-static void plan_diff(const char *path, const char *saved, const char *now, char *err)
+/* The whole file into a malloc'd buffer (its size in *size); NULL with err. */
+static unsigned char *slurp(const char *path, uint64_t *size, char *err)
 {
-	cJSON *a = cJSON_Parse(saved), *b = cJSON_Parse(now);
-	errf(err, "checkpoint: %s was saved for a different plan", path);
-	for (cJSON *x = a ? a->child : NULL; x && b; x = x->next) {
-		cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
-		char *sx = cJSON_PrintUnformatted(x), *sy = y ? cJSON_PrintUnformatted(y) : NULL;
-		int differ = !sx || !sy || strcmp(sx, sy);
-		if (differ)
-			errf(err, "checkpoint: %s was saved for a different plan: %s is %s there, %s now", path,
-			     x->string, sx ? sx : "?", sy ? sy : "absent");
-		free(sx);
-		free(sy);
-		if (differ) break;
-	}
-	cJSON_Delete(a);
-	cJSON_Delete(b);
-}
-
-int ckpt_load(const char *dir, const struct ckpt_meta *meta, struct train_state *s, char *err)
-{
-	size_t plen = strlen(dir) + 64;
-	char *path = malloc(plen), *plan = NULL;
-	float *buf = NULL;
-	int rc = -1;
-	FILE *f = NULL;
-	if (!path) return errf(err, "checkpoint: out of memory");
-	ckpt_path(path, plen, dir, meta->rank);
-	f = fopen(path, "rb");
+	FILE *f = fopen(path, "rb");
 	if (!f) {
 		errf(err, "checkpoint: cannot open %s: %s", path, strerror(errno));
-		goto out;
+		return NULL;
 	}
+	struct stat st;
+	unsigned char *buf = NULL;
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		errf(err, "checkpoint: %s is not a regular file", path);
+	} else if ((uint64_t)st.st_size < sizeof(struct hdr)) {
+		errf(err, "checkpoint: %s is truncated (%lld bytes, no complete header)", path, (long long)st.st_size);
+	} else if (!(buf = malloc((size_t)st.st_size))) {
+		errf(err, "checkpoint: out of memory reading %s (%lld bytes)", path, (long long)st.st_size);
+	} else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+		errf(err, "checkpoint: reading %s failed", path);
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	*size = (uint64_t)st.st_size;
+	return buf;
+}
+
+int ckpt_read_file(const char *path, const struct ckpt_meta *meta, struct train_state *s, char *err)
+{
+	uint64_t size = 0;
+	unsigned char *buf = slurp(path, &size, err);
+	if (!buf) return -1;
 	struct hdr h;
-	if (fread(&h, sizeof(h), 1, f) != 1) {
-		errf(err, "checkpoint: %s is truncated (no complete header)", path);
-		goto out;
-	}
-	if (check_hdr(path, &h, meta, err)) goto out;
-	plan = malloc(h.plan_len + 1);
-	if (!plan || fread(plan, 1, h.plan_len, f) != h.plan_len) {
-		errf(err, "checkpoint: %s is truncated (plan)", path);
-		goto out;
-	}
-	plan[h.plan_len] = 0;
-	if (strcmp(plan, meta->plan_json)) {
-		plan_diff(path, plan, meta->plan_json, err);
-		goto out;
-	}
-	if (check_state(path, &h, meta, s, err)) goto out;
-	size_t nfl = h.n_params + 2 * h.n_moments;
-	buf = malloc((nfl ? nfl : 1) * sizeof(float));
-	if (!buf) {
-		errf(err, "checkpoint: out of memory reading %s", path);
-		goto out;
-	}
-	uint64_t sum = fnv1a(FNV_INIT, &h, sizeof(h)), want;
-	if (fread(buf, sizeof(float), nfl, f) != nfl || fread(&want, sizeof(want), 1, f) != 1) {
-		errf(err, "checkpoint: %s is truncated", path);
-		goto out;
-	}
-	sum = fnv1a(fnv1a(sum, plan, h.plan_len), buf, nfl * sizeof(float));
-	if (sum != want || fgetc(f) != EOF) {
+	memcpy(&h, buf, sizeof(h));
+	int rc = -1;
+	char *plan = NULL, *settings = NULL;
+	if (check_size(path, &h, size, err)) goto out;
+	uint64_t want;
+	memcpy(&want, buf + size - 8, 8);
+	if (fnv1a(FNV1A_INIT, buf, (size_t)size - 8) != want) {
 		errf(err, "checkpoint: %s is corrupt (checksum mismatch)", path);
 		goto out;
 	}
-	memcpy(s->params, buf, h.n_params * sizeof(float));
-	memcpy(s->m, buf + h.n_params, h.n_moments * sizeof(float));
-	memcpy(s->v, buf + h.n_params + h.n_moments, h.n_moments * sizeof(float));
+	const unsigned char *p = buf + sizeof(h);
+	plan = strndup((const char *)p, h.plan_len);
+	settings = strndup((const char *)p + h.plan_len, h.settings_len);
+	if (!plan || !settings) {
+		errf(err, "checkpoint: out of memory reading %s", path);
+		goto out;
+	}
+	if (strlen(plan) != h.plan_len || strlen(settings) != h.settings_len) {
+		errf(err, "checkpoint: %s is corrupt (a NUL byte in its plan or settings)", path);
+		goto out;
+	}
+	if (check_job(path, &h, plan, settings, meta, s, err)) goto out;
+	p += h.plan_len + h.settings_len;
+	memcpy(s->params, p, h.n_params * sizeof(float));
+	memcpy(s->m, p + 4 * h.n_params, h.n_moments * sizeof(float));
+	memcpy(s->v, p + 4 * (h.n_params + h.n_moments), h.n_moments * sizeof(float));
 	*s->steps_done = (int)h.steps_done;
 	*s->adam_step = (int)h.adam_step;
 	rc = 0;
 out:
-	if (f) fclose(f);
-	free(path);
-	free(plan);
 	free(buf);
+	free(plan);
+	free(settings);
 	return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/data.h"
+#include "sim/outfile.h"
 #include "sim/util.h"
 
 struct data {
@@ -93,6 +94,13 @@ out:
 	return rc;
 }
 
+void data_identity(const struct data *d, char *buf, size_t cap)
+{
+	if (!d->tok) snprintf(buf, cap, "synthetic");
+	else snprintf(buf, cap, "token file: %zu tokens, FNV-1a %016llx", d->ntok,
+		      fnv1a(FNV1A_INIT, d->tok, d->ntok * sizeof(uint16_t)));
+}
+
 void data_close(struct data *d)
 {
 	if (!d) return;
@@ -126,17 +134,24 @@ void data_sample(const struct data *d, uint64_t index, int seq, int *tokens, int
 int data_write_file(const char *path, const uint16_t *tokens, size_t n, char *err)
 {
 	if (n > 0x7fffffff) return errf(err, "data: %zu tokens do not fit the header's int32 count", n);
-	FILE *f = fopen(path, "wb");
-	if (!f) return errf(err, "data: cannot create %s: %s", path, strerror(errno));
+	struct outfile o;
+	char e2[ERR_LEN];
+	if (outfile_open(&o, path, e2)) return errf(err, "data: cannot create %s", e2);
 	unsigned char hdr[DATA_HEADER_INTS * 4] = {0};
 	uint32_t h[3] = {DATA_MAGIC, DATA_VERSION, (uint32_t)n};
 	for (int i = 0; i < 3; i++)
 		for (int b = 0; b < 4; b++) hdr[4 * i + b] = (unsigned char)(h[i] >> (8 * b));
-	int ok = fwrite(hdr, 1, sizeof(hdr), f) == sizeof(hdr);
-	for (size_t i = 0; ok && i < n; i++) {
-		unsigned char b[2] = {(unsigned char)(tokens[i] & 0xff), (unsigned char)(tokens[i] >> 8)};
-		ok = fwrite(b, 1, 2, f) == 2;
+	int bad = outfile_write(&o, hdr, sizeof(hdr), e2);
+	unsigned char chunk[8192];
+	for (size_t i = 0; !bad && i < n; i += sizeof(chunk) / 2) {
+		size_t k = n - i < sizeof(chunk) / 2 ? n - i : sizeof(chunk) / 2;
+		for (size_t j = 0; j < k; j++) {
+			chunk[2 * j] = (unsigned char)(tokens[i + j] & 0xff);   /* little-endian */
+			chunk[2 * j + 1] = (unsigned char)(tokens[i + j] >> 8);
+		}
+		bad = outfile_write(&o, chunk, 2 * k, e2);
 	}
-	if (fclose(f) || !ok) return errf(err, "data: writing %s failed", path);
+	if (bad) outfile_abort(&o);
+	if (bad || outfile_commit(&o, e2)) return errf(err, "data: writing %s", e2);
 	return 0;
 }

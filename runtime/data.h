@@ -32,6 +32,11 @@ int data_open_synthetic(int vocab, uint64_t seed, struct data **out, char *err);
 int data_open_file(const char *path, int vocab, int seq, struct data **out, char *err);
 void data_close(struct data *d);
 
+/* What the samples are, for a checkpoint to compare: "synthetic" (the seed is compared on its
+ * own) or "token file: N tokens, FNV-1a H" (H over the tokens as read, so a moved or renamed
+ * file is the same data and an edited one is not). */
+void data_identity(const struct data *d, char *buf, size_t cap);
+
 /* Sample `index`: tokens[0..seq) and targets[0..seq) (targets[t] = token t+1). */
 void data_sample(const struct data *d, uint64_t index, int seq, int *tokens, int *targets);
 

@@ -331,13 +331,30 @@ static int simulate(const struct model *m, const struct hw *h, const struct plan
 	return rc;
 }
 
+/* one pipeline rank runs its micro-batches F, B+W in turn: 1F1B on one rank */
+static enum schedule event_schedule(const struct plan *p, int *vpp)
+{
+	enum schedule type = p->pp > 1 ? p->schedule : SCHED_1F1B;
+	*vpp = type == SCHED_INTERLEAVED ? p->vpp : 1;
+	return type;
+}
+
+int event_check(const struct plan *p, char *err)
+{
+	int vpp, m = plan_microbatches(p);
+	enum schedule type = event_schedule(p, &vpp);
+	char e2[ERR_LEN];
+	if (sched_check(type, p->pp, m, vpp, e2))
+		return errf(err, "plan: the event engine cannot run this plan's schedule: %s", e2);
+	return 0;
+}
+
 int event_run(const struct model *m, const struct hw *h, const struct plan *p, const struct estimate *e,
 	      const struct op_times *measured, struct event_sim *out, char *err)
 {
 	memset(out, 0, sizeof(*out));
-	/* one pipeline rank runs its micro-batches F, B+W in turn: 1F1B on one rank */
-	enum schedule type = p->pp > 1 ? p->schedule : SCHED_1F1B;
-	int vpp = type == SCHED_INTERLEAVED ? p->vpp : 1;
+	int vpp;
+	enum schedule type = event_schedule(p, &vpp);
 	out->sched = sched_create(type, p->pp, e->m, vpp, err);
 	if (!out->sched) return -1;
 	out->nstages = out->sched->nstages;

@@ -74,6 +74,10 @@ struct event_sim {
 /* Simulates the plan (resolved and validated, of model m) with its estimate e. `measured` may be NULL.
  * Returns 0, or -1 with err (a measured stage outside the plan's stages, engine failure, out
  * of memory). On failure `out` holds nothing to free. */
+/* What event_run would refuse in the plan itself (a schedule it cannot build, e.g. more
+ * micro-batches than the schedules take): 0, or -1 with err naming the rule — bad input,
+ * unlike event_run's other failures. */
+int event_check(const struct plan *p, char *err);
 int event_run(const struct model *m, const struct hw *h, const struct plan *p, const struct estimate *e,
 	      const struct op_times *measured, struct event_sim *out, char *err);
 void event_sim_free(struct event_sim *s);

@@ -33,7 +33,7 @@ static int json_text(const cJSON *v, char *out, size_t n)
 {
 	if (cJSON_IsString(v)) snprintf(out, n, "%s", v->valuestring);
 	else if (cJSON_IsBool(v)) snprintf(out, n, "%d", cJSON_IsTrue(v) ? 1 : 0);
-	else if (cJSON_IsNumber(v) && v->valuedouble == (double)(long)v->valuedouble) snprintf(out, n, "%ld", (long)v->valuedouble);
+	else if (cJSON_IsNumber(v) && is_int_in(v->valuedouble, -1e15, 1e15)) snprintf(out, n, "%.0f", v->valuedouble);
 	else return -1;
 	return 0;
 }

@@ -3,6 +3,7 @@
  * hidden_size / num_attention_heads, tie_word_embeddings per model_type (false for llama,
  * mistral, mixtral, qwen2, deepseek_v3; true for gpt2). GPT-2 names (n_embd, n_layer, n_head,
  * n_inner, n_positions) are accepted too. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,9 @@ static int get_int(const cJSON *o, const char *key, int *out, const char *name, 
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
 	if (!it || cJSON_IsNull(it))
 		return 0;
-	if (!cJSON_IsNumber(it) || it->valuedouble != (double)(long)it->valuedouble)
+	if (!cJSON_IsNumber(it) || !is_int_in(it->valuedouble, -1e300, 1e300))
 		return errf(err, "model %s: %s must be an integer", name, key);
-	if (it->valuedouble < 0 || it->valuedouble > 1e9)
+	if (!is_int_in(it->valuedouble, 0, 1e9))
 		return errf(err, "model %s: %s (%g) must be in [0, 1e9]", name, key, it->valuedouble);
 	*out = (int)it->valuedouble;
 	return 1;
@@ -84,7 +85,13 @@ int model_from_json(const char *text, const char *name, struct model *m, char *e
 	if (get_int(o, "head_dim", &m->head_dim, name, err) < 0) goto out;
 	if (!m->head_dim && m->heads) m->head_dim = m->hidden / m->heads;
 	if (get_int_any(o, k_ffn, &m->ffn_hidden, name, err) < 0) goto out;
-	if (!m->ffn_hidden && is_gpt2) m->ffn_hidden = 4 * m->hidden;
+	if (!m->ffn_hidden && is_gpt2) {   /* GPT-2's default n_inner, 4 * n_embd, must fit an int */
+		if (m->hidden > INT_MAX / 4) {
+			errf(err, "model %s: n_embd (%d) is too large for the default n_inner = 4*n_embd", name, m->hidden);
+			goto out;
+		}
+		m->ffn_hidden = 4 * m->hidden;
+	}
 	if (get_int_any(o, k_pos, &m->max_pos, name, err) < 0) goto out;
 	const cJSON *tie = cJSON_GetObjectItemCaseSensitive(o, "tie_word_embeddings");
 	m->tied = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : is_gpt2;

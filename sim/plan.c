@@ -278,10 +278,10 @@ int plan_from_json(const char *text, struct plan *p, char *err)
 		if (!strcmp(it->string, "stage_layers") && cJSON_IsArray(it)) {
 			int n = 0;
 			for (cJSON *e = it->child; e; e = e->next) {
-				if (!cJSON_IsNumber(e) || e->valuedouble != (int)e->valuedouble || e->valueint < 1)
+				if (!cJSON_IsNumber(e) || !is_int_in(e->valuedouble, 1, 100000))
 					{ rc = errf(err, "plan: stage_layers: entries must be positive integers"); break; }
 				if (n >= PLAN_MAX_STAGES) { rc = errf(err, "plan: stage_layers: more than %d stages", PLAN_MAX_STAGES); break; }
-				p->stage_layers[n++] = e->valueint;
+				p->stage_layers[n++] = (int)e->valuedouble;
 			}
 			p->nstage_layers = n;
 			continue;
@@ -290,9 +290,11 @@ int plan_from_json(const char *text, struct plan *p, char *err)
 		else if (cJSON_IsBool(it)) val = cJSON_IsTrue(it) ? "1" : "0";
 		else if (cJSON_IsNumber(it)) {
 			double d = it->valuedouble;
-			if (d != (double)(long)d)
+			if (!is_int_in(d, -1e300, 1e300))
 				{ rc = errf(err, "plan: %s: %g is not an integer", it->string, d); break; }
-			snprintf(buf, sizeof(buf), "%ld", (long)d);
+			if (!is_int_in(d, -1e15, 1e15))   /* no plan key comes near; parse_int names the range */
+				{ rc = errf(err, "plan: %s: %g is out of range", it->string, d); break; }
+			snprintf(buf, sizeof(buf), "%.0f", d);
 			val = buf;
 		} else {
 			rc = errf(err, "plan: %s: unsupported JSON value type", it->string);
@@ -397,7 +399,10 @@ char *plan_to_flags(const struct plan *p)
 		snprintf(flag, sizeof(flag), "--%s", k->name);
 		for (char *c = flag; *c; c++) if (*c == '_') *c = '-';
 		if (!strcmp(k->name, "sp")) fprintf(f, "%s%s", ftell(f) ? " " : "", p->sp ? "--sp" : "--no-sp");
-		else fprintf(f, "%s%s %s", ftell(f) ? " " : "", flag, v);
+		else {
+			fprintf(f, "%s%s ", ftell(f) ? " " : "", flag);
+			put_shell_word(f, v);   /* a model or GPU path is the user's: quoted for the shell */
+		}
 	}
 	if (fclose(f)) { free(out); return NULL; }
 	return out;

@@ -103,8 +103,9 @@ void plan_write_json(const struct plan *p, FILE *f);
 char *plan_to_json(const struct plan *p);
 /* The plan as the flags `scaleplan sim` takes ("--model llama-3-70b --gpu h100-sxm --gpus 512
  * --dp 64 ... --overlap-grad-reduce 1"): every key that differs from plan_defaults, and always
- * model, gpu, gpus, the degrees, mbs, gbs and seq. Model and gpu names are written as they
- * are (a path with spaces needs quoting by the caller). malloc'd; NULL when out of memory. */
+ * model, gpu, gpus, the degrees, mbs, gbs and seq. Every value is one shell word
+ * (put_shell_word: a model or GPU path with spaces, quotes or $ is single-quoted), so the line
+ * can be pasted into a shell. malloc'd; NULL when out of memory. */
 char *plan_to_flags(const struct plan *p);
 /* The whole plan in one line for people: every degree, ZeRO, SP, recompute, batch, schedule,
  * rank order, overlap switches and precision. */

@@ -88,6 +88,11 @@ int parse_double(const char *s, const char *field, double lo, double hi, double 
 	return 0;
 }
 
+int is_int_in(double v, double lo, double hi)
+{
+	return isfinite(v) && v >= lo && v <= hi && v == floor(v);
+}
+
 int parse_size_suffix(const char *s, const char *field, double *out, char *err)
 {
 	if (!s || !*s)
@@ -112,6 +117,30 @@ int parse_size_suffix(const char *s, const char *field, double *out, char *err)
 	if (*out > 1e18)
 		return errf(err, "%s: %s is absurdly large", field, s);
 	return 0;
+}
+
+unsigned long long fnv1a(unsigned long long h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+void put_shell_word(FILE *f, const char *s)
+{
+	int safe = s && *s;
+	for (const char *c = s; safe && *c; c++)
+		safe = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || strchr("-_./=,:+@%", *c);
+	if (safe) {
+		fputs(s, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; s && *s; s++) {
+		if (*s == '\'') fputs("'\\''", f);
+		else fputc(*s, f);
+	}
+	fputc('\'', f);
 }
 
 double now_s(void)

@@ -4,12 +4,18 @@
  *  - a token file written by data_write_file reads back as the windows data.h describes;
  *    missing, truncated, foreign-magic, wrong-version and out-of-vocabulary files are refused
  *    with messages naming the rule;
- *  - a checkpoint round-trips every field exactly, leaves no temporary file, and is refused
- *    when a byte changes, when it is cut short, or when plan, world, rank or seed differ —
- *    with the state untouched by a refused load. */
+ *  - a checkpoint file round-trips every field exactly, leaves no temporary file, and is
+ *    refused when a byte changes (the checksum is checked first: a damaged plan or header is
+ *    reported as damage, not as another plan), when it is cut short, or when plan, settings
+ *    (learning rate, data), world, rank or seed differ, naming what differs — with the state
+ *    untouched by a refused load;
+ *  - save directories: the newest committed save is the one with the highest serial and a
+ *    COMMIT that agrees with its name; ckpt_clean removes only uncommitted ones. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "runtime/ckpt.h"
 #include "runtime/data.h"
@@ -126,58 +132,117 @@ static void flip_byte(const char *path, long at)
 	fclose(f);
 }
 
+/* entries of a directory other than . and .. */
+static int count_entries(const char *d)
+{
+	DIR *dd = opendir(d);
+	int n = 0;
+	if (!dd) return -1;
+	for (struct dirent *e; (e = readdir(dd));) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(dd);
+	return n;
+}
+
 static void test_ckpt(void)
 {
 	char err[ERR_LEN], d[256], file[300];
 	path_in(d, sizeof(d), "ck");
-	const char *plan = "{\"zero\":1,\"dp\":2}";
-	struct ckpt_meta meta = {1, 2, plan, 42, 80};
+	CHECK(mkdir(d, 0777) == 0, "mkdir");
+	snprintf(file, sizeof(file), "%s/rank-00001.ckpt", d);
+	const char *plan = "{\"zero\":1,\"dp\":2}", *settings = "{\"lr\":0.0003,\"data\":\"synthetic\"}";
+	struct ckpt_meta meta = {1, 2, plan, settings, 42, 80};
 	struct st a, b, c;
 	st_init(&a, 5.0f);
 	st_init(&b, 9.0f);
 	st_init(&c, 9.0f);
-	CHECK(ckpt_save(d, &meta, &a.s, err) == 0, "%s", err);
-	ckpt_path(file, sizeof(file), d, 1);
-	CHECK(access(file, F_OK) == 0, "no %s", file);
-	char tmp[300];
-	snprintf(tmp, sizeof(tmp), "%s/.rank-00001.ckpt.tmp", d);
-	CHECK(access(tmp, F_OK) != 0, "temporary file left behind");
-	CHECK(ckpt_load(d, &meta, &b.s, err) == 0 && st_equal(&a, &b), "round trip: %s", err);
+	CHECK(ckpt_write_file(file, &meta, &a.s, err) == 0, "%s", err);
+	CHECK(access(file, F_OK) == 0 && count_entries(d) == 1, "one file and no temporary file in %s", d);
+	CHECK(ckpt_read_file(file, &meta, &b.s, err) == 0 && st_equal(&a, &b), "round trip: %s", err);
 
 	struct ckpt_meta other = meta;
 	other.plan_json = "{\"zero\":2,\"dp\":2}";
-	CHECK(ckpt_load(d, &other, &c.s, err) == -1 && strstr(err, "different plan: zero is 1 there, 2 now"), "plan: '%s'", err);
+	CHECK(ckpt_read_file(file, &other, &c.s, err) == -1 && strstr(err, "different plan: zero is 1 there, 2 now"), "plan: '%s'", err);
+	other.plan_json = "{\"zero\":1,\"dp\":2,\"cp\":2}";
+	CHECK(ckpt_read_file(file, &other, &c.s, err) == -1 && strstr(err, "different plan: cp is absent there, 2 now"), "new key: '%s'", err);
+	other = meta;
+	other.settings_json = "{\"lr\":0.001,\"data\":\"synthetic\"}";
+	CHECK(ckpt_read_file(file, &other, &c.s, err) == -1 && strstr(err, "different settings: lr is 0.0003 there, 0.001 now"), "lr: '%s'", err);
+	other.settings_json = "{\"lr\":0.0003,\"data\":\"token file: 9 tokens, FNV-1a 00000000000000ff\"}";
+	CHECK(ckpt_read_file(file, &other, &c.s, err) == -1 && strstr(err, "data is \"synthetic\" there, \"token file"), "data: '%s'", err);
 	other = meta;
 	other.world = 4;
-	CHECK(ckpt_load(d, &other, &c.s, err) == -1 && strstr(err, "saved by 2 ranks, this job has 4"), "world: '%s'", err);
+	CHECK(ckpt_read_file(file, &other, &c.s, err) == -1 && strstr(err, "saved by 2 ranks, this job has 4"), "world: '%s'", err);
 	other = meta;
 	other.seed = 7;
-	CHECK(ckpt_load(d, &other, &c.s, err) == -1 && strstr(err, "--seed 42"), "seed: '%s'", err);
+	CHECK(ckpt_read_file(file, &other, &c.s, err) == -1 && strstr(err, "--seed 42"), "seed: '%s'", err);
 	other = meta;
 	other.rank = 0;
-	CHECK(ckpt_load(d, &other, &c.s, err) == -1 && strstr(err, "rank-00000.ckpt"), "rank 0 has no file: '%s'", err);
+	CHECK(ckpt_read_file(file, &other, &c.s, err) == -1 && strstr(err, "belongs to rank 1, not rank 0"), "rank: '%s'", err);
 	struct st small;
 	st_init(&small, 9.0f);
 	small.s.n_moments = NM - 1;
-	CHECK(ckpt_load(d, &meta, &small.s, err) == -1 && strstr(err, "this rank needs"), "sizes: '%s'", err);
+	CHECK(ckpt_read_file(file, &meta, &small.s, err) == -1 && strstr(err, "this rank needs"), "sizes: '%s'", err);
 	struct st fresh;
 	st_init(&fresh, 9.0f);
 	CHECK(st_equal(&c, &fresh), "refused loads changed the state");
 
-	flip_byte(file, 200);   /* inside the parameters */
-	CHECK(ckpt_load(d, &meta, &c.s, err) == -1 && strstr(err, "checksum mismatch"), "corrupt: '%s'", err);
+	/* damage: in the parameters, in the header's world field (offset 16), in the plan JSON
+	 * (offset 80 + 2): each is a checksum mismatch, never "another plan" or "other world" */
+	long at[3] = {200, 16, 82};
+	for (int k = 0; k < 3; k++) {
+		flip_byte(file, at[k]);
+		CHECK(ckpt_read_file(file, &meta, &c.s, err) == -1 && strstr(err, "corrupt (checksum mismatch)"),
+		      "byte %ld changed: '%s'", at[k], err);
+		flip_byte(file, at[k]);
+	}
 	CHECK(st_equal(&c, &fresh), "a corrupt file changed the state");
-	flip_byte(file, 200);
-	CHECK(ckpt_load(d, &meta, &c.s, err) == 0, "restored file: %s", err);
+	CHECK(ckpt_read_file(file, &meta, &c.s, err) == 0, "restored file: %s", err);
 	FILE *f = fopen(file, "r+b");
 	if (f) {
 		CHECK(ftruncate(fileno(f), 150) == 0, "truncate");
 		fclose(f);
 	}
-	CHECK(ckpt_load(d, &meta, &c.s, err) == -1 && strstr(err, "truncated"), "truncated: '%s'", err);
-	/* a directory that cannot be created */
-	CHECK(ckpt_save("/proc/no/such/dir", &meta, &a.s, err) == -1 && strstr(err, "cannot create directory"),
+	CHECK(ckpt_read_file(file, &meta, &c.s, err) == -1 && strstr(err, "is truncated (150 bytes, its header describes"),
+	      "truncated: '%s'", err);
+	CHECK(ckpt_write_file("/proc/no/such/dir/x.ckpt", &meta, &a.s, err) == -1 && strstr(err, "cannot create"),
 	      "unwritable: '%s'", err);
+}
+
+/* save directories by hand: serial 1 committed, 2 without COMMIT (a failed save), 3 with a
+ * COMMIT naming another step (not ours), 4 committed */
+static void make_save(const char *d, int serial, int step, const char *commit_text)
+{
+	char p[400];
+	snprintf(p, sizeof(p), "%s/save-%06d-step-%08d", d, serial, step);
+	CHECK(mkdir(p, 0777) == 0, "mkdir %s", p);
+	snprintf(p, sizeof(p), "%s/save-%06d-step-%08d/rank-00000.ckpt", d, serial, step);
+	FILE *f = fopen(p, "w");
+	if (f) fclose(f);
+	if (!commit_text) return;
+	snprintf(p, sizeof(p), "%s/save-%06d-step-%08d/COMMIT", d, serial, step);
+	f = fopen(p, "w");
+	if (f) { fputs(commit_text, f); fclose(f); }
+}
+
+static void test_save_dirs(void)
+{
+	char err[ERR_LEN], d[256], got[512];
+	long step = -1;
+	path_in(d, sizeof(d), "saves");
+	CHECK(mkdir(d, 0777) == 0, "mkdir");
+	CHECK(ckpt_newest(d, got, sizeof(got), &step, err) == -1 && strstr(err, "no committed checkpoint in"), "empty: '%s'", err);
+	make_save(d, 1, 10, "scaleplan checkpoint commit\nserial 1\nstep 10\nworld 2\n");
+	make_save(d, 2, 20, NULL);
+	make_save(d, 3, 30, "scaleplan checkpoint commit\nserial 3\nstep 31\nworld 2\n");
+	CHECK(ckpt_newest(d, got, sizeof(got), &step, err) == 0 && step == 10 && strstr(got, "/save-000001-step-00000010"),
+	      "newest committed is serial 1: %s step %ld (%s)", got, step, err);
+	make_save(d, 4, 5, "scaleplan checkpoint commit\nserial 4\nstep 5\nworld 2\n");
+	CHECK(ckpt_newest(d, got, sizeof(got), &step, err) == 0 && step == 5, "the highest serial wins, not the highest step");
+	CHECK(ckpt_clean(d, err) == 0, "clean: %s", err);
+	CHECK(count_entries(d) == 2, "clean keeps the two committed saves, removes the other two (%d left)", count_entries(d));
+	CHECK(ckpt_newest(d, got, sizeof(got), &step, err) == 0 && step == 5, "still serial 4 after cleaning");
+	path_in(d, sizeof(d), "no-such-dir");
+	CHECK(ckpt_clean(d, err) == 0, "cleaning a missing directory is fine: %s", err);
 }
 
 int main(void)
@@ -189,6 +254,7 @@ int main(void)
 	test_synthetic();
 	test_file();
 	test_ckpt();
+	test_save_dirs();
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);

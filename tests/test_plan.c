@@ -1,4 +1,5 @@
-/* Plan parser/validator messages and rank-layout invariants. */
+/* Plan parser/validator messages and rank-layout invariants; JSON numbers that plan and
+ * config readers must refuse before casting or multiplying them (found by fuzzing). */
 #include <stdlib.h>
 #include <string.h>
 #include "sim/layout.h"
@@ -189,9 +190,28 @@ static void test_layout(void)
 	CHECK(layout_group_nodes(&l, GROUP_PP, 3) == 2, "pp group spans 2 nodes");
 }
 
+static void test_huge_numbers(void)
+{
+	char err[ERR_LEN] = "";
+	struct plan p;
+	const char *plans[] = {"{\"zero\": 1e400}", "{\"tp\": 1e19}", "{\"stage_layers\": [4, 1e19]}", "{\"mbs\": -1e300}"};
+	for (size_t i = 0; i < sizeof(plans) / sizeof(plans[0]); i++) {
+		plan_defaults(&p);
+		CHECK(plan_from_json(plans[i], &p, err) != 0, "%s accepted", plans[i]);
+	}
+	struct model m;
+	CHECK(model_from_json("{\"model_type\": \"gpt2\", \"n_embd\": 611111114, \"n_layer\": 1, \"n_head\": 2,"
+			      " \"vocab_size\": 256}", "g.json", &m, err) != 0 && strstr(err, "n_embd (611111114) is too large"),
+	      "4 * n_embd overflowing an int: %s", err);
+	CHECK(model_from_json("{\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 1e19,"
+			      " \"vocab_size\": 256, \"intermediate_size\": 128}", "h.json", &m, err) != 0 &&
+	      strstr(err, "num_attention_heads (1e+19) must be in [0, 1e9]"), "1e19 heads: %s", err);
+}
+
 int main(void)
 {
 	test_validator();
+	test_huge_numbers();
 	test_layout();
 	test_folding();
 	return test_summary("test_plan");

@@ -1,7 +1,6 @@
 /* bench — command lines for benchmark runs and the reading of their output. A plan travels
  * as flags (every key of its JSON as --key value), so the command line printed for srun is
  * complete by itself. */
-#include <ctype.h>
 #include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,32 +96,20 @@ static int push_plan(struct argv_buf *a, const struct bench_opts *o, const cJSON
 	return 0;
 }
 
-/* a word as a POSIX shell reads it back: bare when safe, else single-quoted */
-static void quote(const char *s, char *out, size_t cap)
-{
-	int safe = *s != 0;
-	for (const char *c = s; *c && safe; c++) safe = isalnum((unsigned char)*c) || strchr("-_./=,:+@%", *c);
-	if (safe) { snprintf(out, cap, "%s", s); return; }
-	size_t n = 0;
-	out[n++] = '\'';
-	for (const char *c = s; *c && n + 6 < cap; c++) {
-		if (*c == '\'') { memcpy(out + n, "'\\''", 4); n += 4; }
-		else out[n++] = *c;
-	}
-	out[n++] = '\'';
-	out[n] = 0;
-}
-
+/* the words as one shell command line (put_shell_word quotes each) */
 static char *join(char **v)
 {
-	size_t cap = 1, n = 0;
-	for (int i = 0; v[i]; i++) cap += 4 * strlen(v[i]) + 3;
-	char *line = malloc(cap), w[4096];
-	if (!line) return NULL;
-	line[0] = 0;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&line, &len);
+	if (!m) return NULL;
 	for (int i = 0; v[i]; i++) {
-		quote(v[i], w, sizeof(w));
-		n += (size_t)snprintf(line + n, cap - n, "%s%s", i ? " " : "", w);
+		if (i) fputc(' ', m);
+		put_shell_word(m, v[i]);
+	}
+	if (fclose(m)) {
+		free(line);
+		return NULL;
 	}
 	return line;
 }
@@ -238,7 +225,7 @@ static int read_step(const cJSON *o, struct steps *s, struct store_bench *b)
 	}
 	s->t[s->n++] = t->valuedouble;
 	if (cJSON_IsNumber(tps)) s->tokens_per_step = tps->valuedouble * t->valuedouble;
-	if (cJSON_IsNumber(run)) b->run_id = (long)run->valuedouble;
+	if (cJSON_IsNumber(run) && is_int_in(run->valuedouble, 0, 1e15)) b->run_id = (long)run->valuedouble;
 	int r = 0;
 	for (const cJSON *e = cJSON_IsArray(mem) ? mem->child : NULL; e && r < STORE_BENCH_MAX_RANKS; e = e->next, r++)
 		if (e->valuedouble > b->peak_mem_bytes_per_rank[r]) b->peak_mem_bytes_per_rank[r] = e->valuedouble;

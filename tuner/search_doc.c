@@ -6,44 +6,49 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "reports/escape.h"
 #include "tuner/export.h"
 #include "tuner/report.h"
 #include "tuner/search.h"
 #include "tuner/search_impl.h"
 #include "sim/hw.h"
 #include "sim/model.h"
+#include "sim/outfile.h"
 #include "sim/util.h"
 
 #define GIB 1073741824.0
 
-/* text for the HTML file: &, < and > as entities, quotes too (the text sits in attributes) */
-static void put_html(FILE *f, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n && s[i]; i++) {
-		switch (s[i]) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(s[i], f);
-		}
-	}
-}
-
+/* text: HTML-escaped (reports/escape.h) for the HTML file, as it is for Markdown */
 static void put_text(FILE *f, const char *s, int html)
 {
-	if (html) put_html(f, s, strlen(s));
+	if (html) esc_html(f, s);
 	else fputs(s, f);
 }
 
-/* preformatted text, fenced in Markdown, escaped in <pre> for HTML */
+/* a user string (a model or GPU name, a caption): HTML-escaped in both files, since Markdown
+ * renderers pass raw HTML through */
+static void put_user(FILE *f, const char *s)
+{
+	esc_html(f, s);
+}
+
+/* preformatted text (NUL-terminated, len bytes): escaped in <pre> for HTML; in Markdown fenced
+ * by more backquotes than the longest run inside it (CommonMark: a fence closes only on a run
+ * at least as long), so a user string in it cannot end the block */
 static void put_block(FILE *f, const char *text, size_t len, int html)
 {
-	fputs(html ? "<pre>" : "```\n", f);
-	if (html) put_html(f, text, len);
+	size_t fence = 3, run = 0;
+	for (size_t i = 0; i < len; i++) {
+		run = text[i] == '`' ? run + 1 : 0;
+		if (run + 1 > fence) fence = run + 1;
+	}
+	if (html) fputs("<pre>", f);
+	else for (size_t i = 0; i <= fence; i++) fputc(i < fence ? '`' : '\n', f);
+	if (html) esc_html(f, text);
 	else fwrite(text, 1, len, f);
 	if (!html && len && text[len - 1] != '\n') fputc('\n', f);
-	fputs(html ? "</pre>\n" : "```\n", f);
+	if (html) fputs("</pre>\n", f);
+	else for (size_t i = 0; i <= fence; i++) fputc(i < fence ? '`' : '\n', f);
 }
 
 static void heading(FILE *f, const char *title, int html)
@@ -94,9 +99,9 @@ static void inputs(const struct search_req *rq, FILE *f, int html)
 	heading(f, "Inputs", html);
 	if (html) fputs("<ul>\n", f);
 	fprintf(f, "%smodel ", li);
-	put_text(f, rq->m->name, html);
+	put_user(f, rq->m->name);
 	fprintf(f, " (%d layers), %d x ", rq->m->layers, rq->gpus);
-	put_text(f, rq->h->name, html);
+	put_user(f, rq->h->name);
 	fprintf(f, " (%.1f GiB each, %d per node)%s", rq->h->hbm_bytes / GIB, rq->h->gpus_per_node, end);
 	fprintf(f, "%ssequence %d tokens, global batch %d sequences (%.2fM tokens), objective %s, top %d%s", li, rq->seq,
 		rq->gbs, (double)rq->gbs * rq->seq / 1048576.0, objective_name(rq->objective), rq->top, end);
@@ -191,10 +196,12 @@ static void pictures(const struct report_pics *pics, FILE *f, int html)
 		if (html) {
 			fprintf(f, "<figure><a href=\"%s\"><img src=\"%s\" alt=\"%s\" style=\"max-width:100%%\"></a><figcaption>",
 				p->svg, p->png, p->png);
-			put_html(f, p->caption, strlen(p->caption));
+			put_user(f, p->caption);
 			fprintf(f, " (<a href=\"%s\">SVG</a>)</figcaption></figure>\n", p->svg);
 		} else {
-			fprintf(f, "![%s](%s)\n\n%s ([SVG](%s))\n\n", p->png, p->png, p->caption, p->svg);
+			fprintf(f, "![%s](%s)\n\n", p->png, p->png);
+			put_user(f, p->caption);
+			fprintf(f, " ([SVG](%s))\n\n", p->svg);
 		}
 	}
 }
@@ -202,20 +209,22 @@ static void pictures(const struct report_pics *pics, FILE *f, int html)
 static int report_file(const struct search_req *rq, const struct search_result *res, const struct search_out *o,
 		       const struct report_pics *pics, const char *path, int html, char *err)
 {
-	FILE *f = fopen(path, "w");
-	if (!f) return errf(err, "report: %s: %s", path, strerror(errno));
-	if (html) {
-		fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>scaleplan tune</title>\n"
-		      "<style>body{font-family:sans-serif} table{border-collapse:collapse} td,th{border:1px solid #aaa;"
-		      "padding:2px 6px;text-align:right} pre{background:#f4f4f4;padding:6px;overflow-x:auto}</style>\n"
-		      "</head><body>\n<h1>scaleplan tune: ", f);
-		put_html(f, rq->m->name, strlen(rq->m->name));
-		fprintf(f, " on %d &times; ", rq->gpus);
-		put_html(f, rq->h->name, strlen(rq->h->name));
-		fputs("</h1>\n", f);
-	} else {
-		fprintf(f, "# scaleplan tune: %s on %d x %s\n", rq->m->name, rq->gpus, rq->h->name);
+	struct outfile out;
+	char e2[ERR_LEN];
+	if (outfile_open(&out, path, e2)) return errf(err, "report: %s", e2);
+	FILE *f = outfile_text(&out);
+	if (!f) {
+		outfile_abort(&out);
+		return errf(err, "report: out of memory");
 	}
+	fputs(html ? "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>scaleplan tune</title>\n"
+		     "<style>body{font-family:sans-serif} table{border-collapse:collapse} td,th{border:1px solid #aaa;"
+		     "padding:2px 6px;text-align:right} pre{background:#f4f4f4;padding:6px;overflow-x:auto}</style>\n"
+		     "</head><body>\n<h1>scaleplan tune: " : "# scaleplan tune: ", f);
+	put_user(f, rq->m->name);
+	fprintf(f, html ? " on %d &times; " : " on %d x ", rq->gpus);
+	put_user(f, rq->h->name);
+	fputs(html ? "</h1>\n" : "\n", f);
 	inputs(rq, f, html);
 	counts(res, f, html);
 	heading(f, "Ranked plans", html);
@@ -231,7 +240,7 @@ static int report_file(const struct search_req *rq, const struct search_result *
 	pictures(pics, f, html);
 	if (o && o->tune_id) fprintf(f, html ? "<p>Recorded as tune %ld.</p>\n" : "\nRecorded as tune %ld.\n", o->tune_id);
 	if (html) fputs("</body></html>\n", f);
-	if (ferror(f) | fclose(f)) return errf(err, "report: %s: write failed", path);
+	if (outfile_commit(&out, e2)) return errf(err, "report: %s", e2);
 	return 0;
 }
 

@@ -7,9 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <sqlite3.h>
 #include "tuner/store.h"
 #include "tuner/store_impl.h"
+#include "sim/proc.h"
 #include "sim/util.h"
 
 #define BUSY_TIMEOUT_MS 30000
@@ -37,20 +39,42 @@ static const char *const migrations[STORE_SCHEMA_VERSION] = {
 	"  step INTEGER NOT NULL, step_time_s REAL, tokens_per_s REAL, peak_mem_bytes REAL,"
 	"  loss REAL, PRIMARY KEY(run_id, step)) STRICT;",
 	STORE_MIGRATION_BENCH, /* tuner/store_bench.c */
+	/* 3: who runs a run, so that a later open can tell one whose process is gone */
+	"ALTER TABLE runs ADD COLUMN pid INTEGER;"
+	"ALTER TABLE runs ADD COLUMN proc_start TEXT;",
 };
 
+/* err from SQLite's last error on s, by cause: every caller's message names the file, what
+ * was being done, and the cause in words before SQLite's own text. */
 static int db_errf(struct store *s, char *err, const char *what)
 {
-	return errf(err, "store: %s: %s (%s)", s->path, what, sqlite3_errmsg(s->db));
+	const char *m = sqlite3_errmsg(s->db);
+	switch (sqlite3_errcode(s->db)) {
+	case SQLITE_READONLY:
+		return errf(err, "store: %s: %s: the store is read-only for this user (%s)", s->path, what, m);
+	case SQLITE_BUSY: case SQLITE_LOCKED:
+		return errf(err, "store: %s: %s: busy, another process held its lock for more than %d ms (%s)", s->path,
+			    what, s->busy_ms, m);
+	case SQLITE_CORRUPT:
+		return errf(err, "store: %s is damaged: %s failed (%s); `sqlite3 %s .recover` may save its rows", s->path,
+			    what, m, s->path);
+	case SQLITE_NOTADB:
+		return errf(err, "store: %s is not a scaleplan database (%s); left untouched", s->path, m);
+	case SQLITE_FULL:
+		return errf(err, "store: %s: %s: the disk is full (%s)", s->path, what, m);
+	case SQLITE_CANTOPEN:
+		return errf(err, "store: %s: %s: cannot open the file or its journal (%s)", s->path, what, m);
+	default:
+		return errf(err, "store: %s: %s (%s)", s->path, what, m);
+	}
 }
 
 static int exec(struct store *s, const char *sql, char *err)
 {
-	char *msg = NULL;
-	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		errf(err, "store: %s: %s [%.30s]", s->path, msg ? msg : sqlite3_errmsg(s->db), sql);
-		sqlite3_free(msg);
-		return -1;
+	if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+		char what[48];
+		snprintf(what, sizeof(what), "%.40s", sql);
+		return db_errf(s, err, what);
 	}
 	return 0;
 }
@@ -62,12 +86,9 @@ static int query_ints(struct store *s, const char *sql, long *out, int n, char *
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
 	if (rc == SQLITE_OK) rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		int code = sqlite3_errcode(s->db);
+		db_errf(s, err, "read");
 		sqlite3_finalize(st);
-		if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-			return errf(err, "store: %s is not a scaleplan database (%s); left untouched",
-				    s->path, sqlite3_errstr(code));
-		return db_errf(s, err, sql);
+		return -1;
 	}
 	for (int i = 0; i < n; i++) out[i] = sqlite3_column_int64(st, i);
 	sqlite3_finalize(st);
@@ -120,28 +141,39 @@ static int recognise(struct store *s, char *err)
 				     " (SELECT application_id FROM pragma_application_id),"
 				     " (SELECT user_version FROM pragma_user_version)";
 	long h[3] = {0, 0, 0};
-	/* the first read of the header: any failure means the file is not a database we know.
-	 * While another process switches a fresh file to WAL, a reader can get SQLITE_BUSY at
-	 * once, without the busy handler; wait as long as busy_timeout would have. */
+	/* the first read of the header. While another process switches a fresh file to WAL, a
+	 * reader can get SQLITE_BUSY at once, without the busy handler; wait as long as
+	 * busy_timeout would have. */
 	struct timespec nap = {0, 5 * 1000 * 1000};
 	for (int waited_ms = 0;; waited_ms += 5) {
 		if (!query_ints(s, header, h, 3, err)) break;
 		int code = sqlite3_errcode(s->db);
-		if ((code == SQLITE_BUSY || code == SQLITE_LOCKED) && waited_ms < BUSY_TIMEOUT_MS) {
+		if ((code == SQLITE_BUSY || code == SQLITE_LOCKED) && waited_ms < s->busy_ms) {
 			nanosleep(&nap, NULL);
 			continue;
 		}
-		if (code != SQLITE_BUSY && code != SQLITE_LOCKED && code != SQLITE_NOMEM &&
-		    (!err || !strstr(err, "not a scaleplan database")))
-			errf(err, "store: %s is not a scaleplan database (%s); left untouched", s->path,
-			     sqlite3_errmsg(s->db));
-		return -1;
+		switch (code) {
+		case SQLITE_BUSY: case SQLITE_LOCKED: case SQLITE_CANTOPEN: case SQLITE_READONLY:
+		case SQLITE_NOMEM: case SQLITE_IOERR: case SQLITE_FULL: case SQLITE_PERM:
+			return -1;  /* db_errf's message stands */
+		default:          /* NOTADB, CORRUPT, "unsupported file format", ...: not ours */
+			return errf(err, "store: %s is not a scaleplan database (%s); left untouched", s->path,
+				    sqlite3_errmsg(s->db)), -2;
+		}
 	}
 	long ntables = h[0], app = h[1], uv = h[2];
-	if (app == STORE_APPLICATION_ID) return 0;
-	if (app != 0 || ntables > 0 || uv != 0)
+	if (app != STORE_APPLICATION_ID && (app != 0 || ntables > 0 || uv != 0))
 		return errf(err, "store: %s is an SQLite database of another program (application_id %ld, %ld tables); left untouched",
-			    s->path, app, ntables);
+			    s->path, app, ntables), -2;
+	if (uv > STORE_SCHEMA_VERSION)
+		return errf(err, "store: %s has schema version %ld, newer than this scaleplan's (%d); left untouched",
+			    s->path, uv, STORE_SCHEMA_VERSION), -2;
+	if (s->mode == STORE_READ && uv == 0)
+		return errf(err, "store: %s holds no scaleplan data yet (run `scaleplan tune --db %s` first)", s->path,
+			    s->path), -2;
+	if (s->mode == STORE_READ && uv < STORE_MIN_READ_VERSION)
+		return errf(err, "store: %s has schema version %ld, older than this scaleplan reads without upgrading it (%d);"
+			    " a writing verb (tune) upgrades it", s->path, uv, STORE_MIN_READ_VERSION), -2;
 	return 0;
 }
 
@@ -157,41 +189,100 @@ static int set_wal(struct store *s, char *err)
 		if (rc == SQLITE_OK) rc = sqlite3_step(st);
 		sqlite3_finalize(st);
 		if (rc == SQLITE_ROW) return 0;
-		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited_ms >= BUSY_TIMEOUT_MS)
-			return db_errf(s, err, "cannot switch to WAL journal");
+		if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || waited_ms >= s->busy_ms)
+			return db_errf(s, err, "switching to the WAL journal");
 		nanosleep(&nap, NULL);
 	}
 }
 
-int store_open(const char *path, int create, struct store **out, char *err)
+/* "file:PATH?immutable=1" with PATH percent-encoded (RFC 3986 unreserved characters and '/'
+ * kept), into a malloc'd string */
+static char *immutable_uri(const char *path)
+{
+	size_t n = strlen(path);
+	char *u = malloc(3 * n + 32), *o = u;
+	if (!u) return NULL;
+	o += sprintf(o, "file:");
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+		if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || strchr("-._~/", *c))
+			*o++ = (char)*c;
+		else
+			o += sprintf(o, "%%%02X", *c);
+	}
+	strcpy(o, "?immutable=1");
+	return u;
+}
+
+static int connect(struct store *s, const char *name, int flags, char *err)
+{
+	sqlite3_close(s->db);
+	s->db = NULL;
+	if (sqlite3_open_v2(name, &s->db, flags, NULL) != SQLITE_OK) {
+		if (!s->db) return errf(err, "store: %s: out of memory", s->path);
+		return db_errf(s, err, "open");
+	}
+	sqlite3_extended_result_codes(s->db, 0);
+	sqlite3_busy_timeout(s->db, s->busy_ms);
+	return 0;
+}
+
+/* Read-only: recognise without writing. A WAL store in a directory this user cannot write
+ * has no WAL index SQLite could create (SQLITE_CANTOPEN): read it as immutable. */
+static int open_read(struct store *s, char *err)
+{
+	if (connect(s, s->path, SQLITE_OPEN_READONLY, err)) return -1;
+	int rc = recognise(s, err);
+	int code = s->db ? sqlite3_errcode(s->db) : 0;
+	if (rc == -1 && (code == SQLITE_CANTOPEN || code == SQLITE_READONLY) && access(s->path, W_OK)) {
+		char *uri = immutable_uri(s->path);
+		if (!uri) return errf(err, "store: out of memory");
+		rc = connect(s, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, err);
+		free(uri);
+		if (!rc) rc = recognise(s, err);
+	}
+	return rc;
+}
+
+static int mark_aborted(struct store *s, char *err);
+
+static int open_write(struct store *s, char *err)
+{
+	if (connect(s, s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err)) return -1;
+	int rc = recognise(s, err);
+	if (rc) return rc;
+	if (set_wal(s, err) || exec(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err) || migrate(s, err))
+		return -1;
+	return mark_aborted(s, err);
+}
+
+int store_open(const char *path, int mode, struct store **out, char *err)
 {
 	*out = NULL;
-	if (!path || !*path) return errf(err, "store: empty database path");
+	if (!path || !*path) return errf(err, "store: empty database path"), -2;
 	struct stat stbuf;
 	if (stat(path, &stbuf) != 0) {
-		if (!create) return errf(err, "store: %s: no such database (run `scaleplan tune` first)", path);
+		if (mode == STORE_READ) return errf(err, "store: %s: no such database (run `scaleplan tune` first)", path), -2;
 	} else if (!S_ISREG(stbuf.st_mode)) {
-		return errf(err, "store: %s is not a regular file", path);
+		return errf(err, "store: %s is not a regular file", path), -2;
 	}
 	struct store *s = calloc(1, sizeof(*s));
 	if (!s) return errf(err, "store: out of memory");
 	snprintf(s->path, sizeof(s->path), "%s", path);
-	int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-	if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-		errf(err, "store: %s: cannot open (%s)", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
-		goto fail;
+	s->mode = mode == STORE_READ ? STORE_READ : STORE_CREATE;
+	s->busy_ms = BUSY_TIMEOUT_MS;
+	int rc = s->mode == STORE_READ ? open_read(s, err) : open_write(s, err);
+	if (rc) {
+		store_close(s);
+		return rc;
 	}
-	sqlite3_extended_result_codes(s->db, 0);
-	sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
-	if (recognise(s, err)) goto fail;
-	if (set_wal(s, err) || exec(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err))
-		goto fail;
-	if (migrate(s, err)) goto fail;
 	*out = s;
 	return 0;
-fail:
-	store_close(s);
-	return -1;
+}
+
+void store_set_busy_timeout(struct store *s, int ms)
+{
+	s->busy_ms = ms;
+	sqlite3_busy_timeout(s->db, ms);
 }
 
 void store_close(struct store *s)
@@ -466,16 +557,54 @@ int store_add_run(struct store *s, long finalist_id, const char *plan_json, cons
 		  long *run_id, char *err)
 {
 	sqlite3_stmt *st;
-	if (prepare(s, "INSERT INTO runs(finalist_id, plan, host, started) VALUES(?,?,?,?)", &st, err))
+	char ident[128];
+	long pid = (long)getpid();
+	proc_identity(pid, ident, sizeof(ident));
+	if (prepare(s, "INSERT INTO runs(finalist_id, plan, host, started, pid, proc_start) VALUES(?,?,?,?,?,?)", &st, err))
 		return -1;
 	if (finalist_id > 0) sqlite3_bind_int64(st, 1, finalist_id);
 	else sqlite3_bind_null(st, 1);
 	sqlite3_bind_text(st, 2, plan_json ? plan_json : "{}", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, host ? host : "", -1, SQLITE_STATIC);
 	sqlite3_bind_double(st, 4, (double)time(NULL));
+	sqlite3_bind_int64(st, 5, pid);
+	sqlite3_bind_text(st, 6, ident, -1, SQLITE_STATIC);
 	if (write1(s, st, err)) return -1;
 	*run_id = (long)sqlite3_last_insert_rowid(s->db);
 	return 0;
+}
+
+/* Runs of this host left `running` whose process is gone become `aborted`, in one write
+ * transaction (rows of other hosts, and rows without a pid, cannot be judged and stay). */
+static int mark_aborted(struct store *s, char *err)
+{
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	sqlite3_stmt *st, *up;
+	if (exec(s, "BEGIN IMMEDIATE", err)) return -1;
+	if (prepare(s, "SELECT id, pid, coalesce(proc_start, '') FROM runs WHERE status = 'running' AND host = ?"
+		       " AND pid IS NOT NULL", &st, err))
+		goto fail;
+	if (prepare(s, "UPDATE runs SET status = 'aborted' WHERE id = ?", &up, err)) {
+		sqlite3_finalize(st);
+		goto fail;
+	}
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	int rc, bad = 0;
+	while (!bad && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (proc_alive((long)sqlite3_column_int64(st, 1), (const char *)sqlite3_column_text(st, 2))) continue;
+		sqlite3_bind_int64(up, 1, sqlite3_column_int64(st, 0));
+		bad = sqlite3_step(up) != SQLITE_DONE;
+		sqlite3_reset(up);
+	}
+	if (!bad && rc != SQLITE_DONE) bad = 1;
+	if (bad) db_errf(s, err, "marking aborted runs");
+	sqlite3_finalize(st);
+	sqlite3_finalize(up);
+	if (!bad && !exec(s, "COMMIT", err)) return 0;
+fail:
+	rollback(s);
+	return -1;
 }
 
 int store_add_measurement(struct store *s, long run_id, int step, double step_time_s,

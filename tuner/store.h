@@ -11,6 +11,16 @@
  *
  * Units: seconds, bytes; times of day are Unix seconds.
  *
+ * Opening read-only (STORE_READ: db list/show/diff/export, export --id) never writes: no
+ * journal switch, no migration, no transaction that could take a write lock; so a store the
+ * user may only read can be read (when SQLite cannot create the WAL index beside such a file,
+ * it is read as immutable: a tune committing at that moment may be missed). A write open
+ * (STORE_CREATE) marks `aborted` the runs left `running` by a process that is gone (same
+ * host, and no live process with that pid and start time).
+ *
+ * Errors name the cause: a read-only file ("read-only for this user"), a lock held past the
+ * busy timeout ("busy"), a damaged file ("damaged"), a full disk, each with SQLite's text.
+ *
  * Invariant: a file is only ever written after it has been recognised as a scaleplan store
  * (application_id) or as an empty database; anything else — a corrupt file, a text file,
  * another program's database, a store from a newer scaleplan — is refused untouched, and the
@@ -19,8 +29,13 @@
 #ifndef SCALEPLAN_STORE_H
 #define SCALEPLAN_STORE_H
 
+#include <stddef.h>
+
 #define STORE_DEFAULT_PATH "scaleplan.db"
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
+/* the oldest schema the read-only verbs understand (read-only opens cannot migrate): 2, the
+ * benchmarks table db show reads; 3 only adds run columns they do not read */
+#define STORE_MIN_READ_VERSION 2
 #define STORE_APPLICATION_ID 0x53504c4e /* "SPLN" */
 
 struct store;
@@ -47,9 +62,18 @@ struct store_finalist {
 	int fits, refined;     /* refined: the event engine, not the analytical model, timed it */
 };
 
-/* Opens (create != 0: creates when absent) and migrates the store at path. Returns 0, or -1
- * with err (e.g. "store: x.db is not a scaleplan database (file is not a database)"). */
-int store_open(const char *path, int create, struct store **out, char *err);
+/* Open modes. */
+#define STORE_READ 0    /* must exist; never written */
+#define STORE_CREATE 1  /* read-write, created when absent, migrated */
+
+/* Opens the store at path. Returns 0; -2 with err when path is not a usable store (absent
+ * for STORE_READ, not a regular file, not a database, another program's, a newer schema,
+ * empty): the caller's input is wrong; -1 with err for anything else (read-only for this
+ * user, busy, damaged, I/O). */
+int store_open(const char *path, int mode, struct store **out, char *err);
+/* Milliseconds a statement waits for another process's lock before failing as busy
+ * (default 30000). */
+void store_set_busy_timeout(struct store *s, int ms);
 void store_close(struct store *s);
 /* The schema version of the open file (== STORE_SCHEMA_VERSION after a successful open). */
 int store_user_version(struct store *s);
@@ -72,7 +96,9 @@ void store_finalist_clear(struct store_finalist *f);
 void store_free_tunes(struct store_tune *t, int n);
 void store_free_finalists(struct store_finalist *f, int n);
 
-/* Runs (the runtime executing a plan): finalist_id 0 when the plan came from elsewhere. */
+/* Runs (the runtime executing a plan): finalist_id 0 when the plan came from elsewhere. The
+ * calling process's pid and start time are recorded with the host, so that a later write
+ * open can tell a run whose process is gone. */
 int store_add_run(struct store *s, long finalist_id, const char *plan_json, const char *host,
 		  long *run_id, char *err);
 int store_add_measurement(struct store *s, long run_id, int step, double step_time_s,

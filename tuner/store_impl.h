@@ -8,6 +8,8 @@
 struct store {
 	sqlite3 *db;
 	char path[512];
+	int mode;       /* STORE_READ or STORE_CREATE */
+	int busy_ms;
 };
 
 int store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, char *err);

@@ -49,8 +49,12 @@ cmp -s <(losses "$TMP/out") <(losses "$TMP/l2.3") && bad "another seed, same los
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --json
 cp "$TMP/out" "$TMP/full"
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 2 --save "$TMP/ck" --save-every 1
-[ -f "$TMP/ck/rank-00000.ckpt" ] && [ -f "$TMP/ck/rank-00001.ckpt" ] && ok || bad "no checkpoint files"
-ls -a "$TMP/ck" | grep -q tmp && bad "a temporary file was left in the checkpoint directory" || ok
+# saves at steps 1 and 2; the first is deleted once the second is committed
+newest() { ls -d "$1"/save-* 2>/dev/null | sort | tail -n 1; }
+[ "$(ls -A "$TMP/ck")" = "save-000002-step-00000002" ] && ok || bad "checkpoint directory holds $(ls -A "$TMP/ck" | tr '\n' ' ')"
+CK=$(newest "$TMP/ck")
+[ -f "$CK/rank-00000.ckpt" ] && [ -f "$CK/rank-00001.ckpt" ] && grep -q '^step 2$' "$CK/COMMIT" && ok || bad "no checkpoint files or COMMIT in $CK"
+[ -z "$(ls -A "$CK" | grep '^\.')" ] && ok || bad "a temporary file was left in $CK: $(ls -A "$CK" | tr '\n' ' ')"
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --json --resume "$TMP/ck"
 [ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/full" | tail -n 2 | tr '\n' ' ')" ] && ok ||
 	bad "resumed losses $(losses "$TMP/out" | tr '\n' ' ') are not steps 3-4 of $(losses "$TMP/full" | tr '\n' ' ')"
@@ -59,23 +63,30 @@ grep -q '"step": 3' "$TMP/out" && ok || bad "the resumed run does not continue a
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 1 --save "$TMP/ck3"
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --resume "$TMP/ck3"
 [ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/l2.3" | tail -n 2 | tr '\n' ' ')" ] && ok || bad "zero 3 resume is not bit for bit"
-# files of two different saves (as a crash between two ranks' renames would leave)
+# a file of another save put into a committed one: refused, whatever its plan says
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 2 --save "$TMP/ck3b"
-cp "$TMP/ck3b/rank-00001.ckpt" "$TMP/ck3/rank-00001.ckpt"
+cp "$(newest "$TMP/ck3b")/rank-00001.ckpt" "$(newest "$TMP/ck3")/rank-00001.ckpt"
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --resume "$TMP/ck3"
-expect_msg 'checkpoint: the files in .*ck3 come from different saves \(rank 0 at step 1'
-# a checkpoint of another plan, another world size, a corrupt one
+expect_msg 'rank 1: checkpoint: .*ck3/save-000001-step-00000001/rank-00001.ckpt holds step 2, its save is of step 1'
+# a checkpoint of another plan, another world size, another learning rate, a corrupt one
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 4 --resume "$TMP/ck"
-grep -q 'saved for a different plan: zero is 2 there, 1 now' "$TMP/err" && ok || bad "plan mismatch: $(head -c 300 "$TMP/err")"
+expect_msg 'saved for a different plan: zero is 2 there, 1 now'
 expect_rc 2 $MPI -np 1 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/ck"
-grep -q 'rank-00000.ckpt was saved by 2 ranks, this job has 1' "$TMP/err" && ok || bad "world mismatch: $(head -c 300 "$TMP/err")"
-printf 'x' | dd of="$TMP/ck/rank-00001.ckpt" bs=1 seek=700 conv=notrunc 2>/dev/null
+expect_msg 'rank-00000.ckpt was saved by 2 ranks, this job has 1'
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --lr 1e-3 --resume "$TMP/ck"
+expect_msg 'saved with different settings: lr is 0.0003[0-9]* there, 0.001[0-9]* now'
+printf 'x' | dd of="$CK/rank-00001.ckpt" bs=1 seek=700 conv=notrunc 2>/dev/null
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/ck"
-grep -q 'rank-00001.ckpt is corrupt (checksum mismatch)' "$TMP/err" && ok || bad "corrupt checkpoint: $(head -c 300 "$TMP/err")"
+expect_msg 'rank-00001.ckpt is corrupt \(checksum mismatch\)'
 no_leaks "a rejected checkpoint"
-head -c 100 "$TMP/ck/rank-00000.ckpt" >"$TMP/trunc" && mv "$TMP/trunc" "$TMP/ck/rank-00000.ckpt"
+head -c 100 "$CK/rank-00000.ckpt" >"$TMP/trunc" && mv "$TMP/trunc" "$CK/rank-00000.ckpt"
 expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/ck"
-grep -q 'rank-00000.ckpt is truncated' "$TMP/err" && ok || bad "truncated checkpoint: $(head -c 300 "$TMP/err")"
+expect_msg 'rank-00000.ckpt is truncated'
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/nothing-here"
+expect_msg 'checkpoint: cannot read .*nothing-here: No such file or directory'
+mkdir "$TMP/empty"
+expect_rc 2 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --resume "$TMP/empty"
+expect_msg 'no committed checkpoint in .*empty'
 
 # --- trace and database ----------------------------------------------------------------------------
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 2 --trace "$TMP/t.json" --db "$TMP/r.db"
@@ -87,10 +98,23 @@ done
 [ "$(grep -c '"name": "F"' "$TMP/t.json")" -eq 8 ] && ok || bad "trace: 2 ranks x 2 steps x 2 micro-batches = 8 F events expected"
 no_leaks "trace and db"
 out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
-[ "${out% mean_step_s*}" = "runs 1 finished 1 measurements 2 steps 2" ] && ok || bad "db rows: $out"
+[ "${out% mean_step_s*}" = "runs 1 finished 1 aborted 0 measurements 2 steps 2" ] && ok || bad "db rows: $out"
 expect_rc 0 $MPI -np 1 "$SP" run $TINY --steps 1 --db "$TMP/r.db"
 out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
-[ "${out% mean_step_s*}" = "runs 2 finished 2 measurements 3 steps 1" ] && ok || bad "db rows after a second run: $out"
+[ "${out% mean_step_s*}" = "runs 2 finished 2 aborted 0 measurements 3 steps 1" ] && ok || bad "db rows after a second run: $out"
+# a run killed with -9 leaves its row `running`; the next open for writing marks it aborted
+: >"$TMP/k.out"
+mpirun --oversubscribe -np 1 "$SP" run $TINY --steps 100000000 --db "$TMP/r.db" >"$TMP/k.out" 2>"$TMP/k.err" &
+mp=$!
+for t in $(seq 300); do [ "$(grep -c '^step' "$TMP/k.out")" -ge 2 ] && break; sleep 0.1; done
+victim=$(ps -o pid= --ppid "$mp" | tail -n 1 | tr -d ' ')
+[ -n "$victim" ] && kill -9 "$victim"
+wait "$mp"
+out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
+case "$out" in "runs 3 finished 2 aborted 0 "*) ok ;; *) bad "killed run: $out" ;; esac
+expect_rc 0 $MPI -np 1 "$SP" run $TINY --steps 1 --db "$TMP/r.db"
+out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
+case "$out" in "runs 4 finished 3 aborted 1 "*) ok ;; *) bad "the killed run is not marked aborted: $out" ;; esac
 
 # the recorded runs beside their prediction: db runs, db list --runs; the runs' own figures are
 # the means of their measurement rows without the first step (independently from the rows)

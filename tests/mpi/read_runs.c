@@ -1,4 +1,4 @@
-/* Prints what a store holds about runs, for tests/cli/run.sh: "runs N finished N
+/* Prints what a store holds about runs, for tests/cli/run.sh: "runs N finished N aborted N
  * measurements N steps N mean_step_s X" — the last two from store_run_summary of the newest
  * run. Usage: read_runs DB. (Not an MPI program; it lives here because tests/mpi holds the
  * programs that CLI scripts start.) */
@@ -32,17 +32,19 @@ int main(int argc, char **argv)
 	}
 	long runs = count(db, "SELECT count(*) FROM runs");
 	long fin = count(db, "SELECT count(*) FROM runs WHERE status = 'finished'");
+	long aborted = count(db, "SELECT count(*) FROM runs WHERE status = 'aborted'");
 	long meas = count(db, "SELECT count(*) FROM measurements");
 	long last = count(db, "SELECT max(id) FROM runs");
 	sqlite3_close(db);
 	struct store *s;
 	int steps = 0;
 	double mean = 0;
-	if (store_open(argv[1], 0, &s, err) || store_run_summary(s, last, &steps, &mean, err)) {
+	if (store_open(argv[1], STORE_READ, &s, err) || store_run_summary(s, last, &steps, &mean, err)) {
 		fprintf(stderr, "read_runs: %s\n", err);
 		return 1;
 	}
 	store_close(s);
-	printf("runs %ld finished %ld measurements %ld steps %d mean_step_s %g\n", runs, fin, meas, steps, mean);
+	printf("runs %ld finished %ld aborted %ld measurements %ld steps %d mean_step_s %g\n", runs, fin, aborted, meas,
+	       steps, mean);
 	return 0;
 }
