@@ -123,24 +123,48 @@ static int start_gather(struct zero3 *z, int i, char *err)
 	return comm_iallgather(z->group, z->p + u->shard_off, u->full, u->sl, COMM_F32, &u->ag, err);
 }
 
-/* finishes reductions that are complete, without blocking: frees their gradient buffers */
-static int reap(struct zero3 *z, int block, char *err)
+/* waits for one unit's reduction and adds its result to the gradient shard; frees its buffers */
+static int finish_reduce(struct zero3 *z, struct unit *u, char *err)
 {
 	float n = (float)comm_size(z->group);
+	int rc = comm_wait(u->rs, err);
+	u->rs = NULL;
+	if (rc) return -1;
+	for (size_t k = 0; k < u->sl; k++) z->g[u->shard_off + k] += u->rs_out[k] / n;
+	free(u->grad);
+	free(u->rs_out);
+	u->grad = u->rs_out = NULL;
+	z->live -= u->padded + u->sl;
+	return 0;
+}
+
+/* finishes reductions that are complete (all of them when block): frees their gradient buffers */
+static int reap(struct zero3 *z, int block, char *err)
+{
 	for (int i = 0; i < z->nu; i++) {
 		struct unit *u = &z->u[i];
 		if (!u->rs) continue;
 		int done = 1;
 		if (!block && comm_test(u->rs, &done, err)) return -1;
-		if (!done) continue;
-		int rc = comm_wait(u->rs, err);
-		u->rs = NULL;
-		if (rc) return -1;
-		for (size_t k = 0; k < u->sl; k++) z->g[u->shard_off + k] += u->rs_out[k] / n;
-		free(u->grad);
-		free(u->rs_out);
-		u->grad = u->rs_out = NULL;
-		z->live -= u->padded + u->sl;
+		if (done && finish_reduce(z, u, err)) return -1;
+	}
+	return 0;
+}
+
+/* At most this many unit reductions in flight: a slow network must not let gradient buffers pile
+ * up without bound (FSDP bounds its in-flight all-gathers the same way, limit_all_gathers), so a
+ * unit's backward waits for the oldest reduction when the limit is reached. */
+#define RS_IN_FLIGHT_MAX 2
+
+static int bound_in_flight(struct zero3 *z, char *err)
+{
+	int n = 0;
+	for (int i = 0; i < z->nu; i++) n += z->u[i].rs != NULL;
+	/* backward walks the units downwards, so the oldest reduction has the highest index */
+	for (int i = z->nu - 1; i >= 0 && n >= RS_IN_FLIGHT_MAX; i--) {
+		if (!z->u[i].rs) continue;
+		if (finish_reduce(z, &z->u[i], err)) return -1;
+		n--;
 	}
 	return 0;
 }
@@ -196,7 +220,7 @@ int zero3_reduce(struct zero3 *z, int unit, char *err)
 	struct unit *u = &z->u[unit];
 	if (!u->grad || u->rs) return errf(err, "zero3: unit %d has no gradient to reduce", unit);
 	/* free what earlier reductions no longer need before holding another buffer */
-	if (reap(z, 0, err)) return -1;
+	if (reap(z, 0, err) || bound_in_flight(z, err)) return -1;
 	u->rs_out = malloc(u->sl * sizeof(float));
 	if (!u->rs_out) return errf(err, "zero3: out of memory reducing unit %d", unit);
 	live_add(z, u->sl);
