@@ -136,6 +136,12 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 			w->F += 2 * coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
 		}
 	}
+	/* a framework that accumulates outside the weight-gradient GEMM reads each parameter's
+	 * 16-bit gradient and the fp32 buffer and writes the buffer back after every micro-batch's
+	 * backward (nanotron's FP32GradientAccumulator: add_ per parameter after loss.backward());
+	 * Megatron's gradient-accumulation fusion does it inside the GEMM */
+	if (p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32)
+		w->W += elem_t(c, w->params * (E + 4.0 + 4.0));
 }
 
 /* activations in flight at the peak, in units of one micro-batch through all of this rank's

@@ -56,6 +56,8 @@ struct plan {
 	char order[32];              /* rank order, innermost first, e.g. "tp-cp-dp-pp" */
 	enum precision precision;
 	int fp32_grads;              /* fp32 gradient accumulation buffer (Megatron main grads) */
+	int grad_accum_pass;         /* gradients added into that buffer by a separate pass after each
+	                              * micro-batch's backward (nanotron), not in the wgrad GEMM */
 	int overlap_grad_reduce;     /* DP/ZeRO gradient reduction overlapped with backward */
 	int overlap_param_gather;    /* ZeRO param all-gather overlapped with forward */
 	int overlap_tp_comm;         /* TP/SP collectives overlapped with GEMMs */

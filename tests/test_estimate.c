@@ -474,6 +474,21 @@ static void test_fp16_as_bf16(const struct model *m8, const struct hw *h)
 	CHECK(e32.step_time_s > 1.5 * eb.step_time_s, "fp32 slower than bf16 (the test can tell them apart)");
 }
 
+/* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
+ * (2 B) and the fp32 buffer (4 B) and writes the buffer (4 B) for every parameter the rank
+ * holds, at the HBM bandwidth memory-bound kernels reach: 10 B x params / (hbm x mem_eff) per
+ * micro-batch, nothing else changes. 8B at tp 2, dp 4, 16 micro-batches, one stage. */
+static void test_grad_accum_pass(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "grad_accum_pass", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "grad_accum_pass", "1"), &p, &e1)) return;
+	double want = 16 * e0.kind[0].params * 10.0 / (h->hbm_bw_bps * h->mem_eff);
+	CHECK_REL(e1.step_time_s - e0.step_time_s, want, 1e-9, "accumulation pass: 16 x 10 B x params / HBM");
+	CHECK(e1.peak_mem_bytes == e0.peak_mem_bytes, "the pass moves no memory");
+}
+
 /* Overlapped TP splits each collective into t chunks pipelined with its GEMM: when the GEMM
  * outlasts the collective, all but the first chunk hide and the hidden part costs 10 %, so the
  * exposed share is 1 − 0.9·(t−1)/t = 0.2125 at t = 8. GPT-3 at t 8, seq 2048 on a
@@ -555,6 +570,7 @@ int main(void)
 	test_unfused_attention(&gpt3, &h);
 	test_fp8_casts(&m8, &h);
 	test_fp16_as_bf16(&m8, &h);
+	test_grad_accum_pass(&m8, &h);
 	test_tp_overlap(&gpt3, &h);
 	test_recompute_comm(&gpt3, &h);
 	test_recompute_op(&m8, &h);
