@@ -29,16 +29,14 @@
 
 #include <stddef.h>
 
+#include "sim/coll.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 enum comm_dtype { COMM_F32, COMM_BF16, COMM_F64, COMM_BYTE, COMM_DTYPE_COUNT };
 
-enum comm_coll {
-	COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLTOALL, COLL_ALLTOALLV,
-	COLL_BROADCAST, COLL_SENDRECV, COLL_BARRIER, COLL_COUNT
-};
 
 struct comm;
 struct comm_req;
@@ -46,7 +44,7 @@ struct comm_req;
 /* One operation, as the backends and the descriptor table take it. Unused fields are 0;
  * peer_send / peer_recv of -1 mean "no send" / "no receive". */
 struct comm_args {
-	enum comm_coll coll;
+	enum coll coll;
 	enum comm_dtype dtype;
 	const void *send;
 	void *recv;

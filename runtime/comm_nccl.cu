@@ -75,7 +75,7 @@ static ncclResult_t enqueue(struct comm *c, const struct comm_args *a)
 	switch (a->coll) {
 	case COLL_ALLREDUCE:
 		return ncclAllReduce(a->send, a->recv, a->count, dt, ncclSum, m->nc, m->stream);
-	case COLL_REDUCE_SCATTER:
+	case COLL_REDUCESCATTER:
 		return ncclReduceScatter(a->send, a->recv, a->count, dt, ncclSum, m->nc, m->stream);
 	case COLL_ALLGATHER:
 		return ncclAllGather(a->send, a->recv, a->count, dt, m->nc, m->stream);
