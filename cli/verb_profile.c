@@ -282,6 +282,7 @@ int cmd_profile(int argc, char **argv)
 	if (profile_run(b, world, &a.o, &r, err)) {
 		cli_error("profile", "rank %d: %s", rank, err);
 		comm_abort(world, EXIT_RUNTIME);
+		exit(EXIT_RUNTIME); /* a backend that cannot end the job returns (runtime/comm.h) */
 		rc = EXIT_RUNTIME;
 	} else if (rank == 0) {
 		char host[64] = "unknown", when[32];

@@ -536,6 +536,7 @@ int cmd_run(int argc, char **argv)
 		if (!j.agreed) {
 			fflush(stderr);
 			comm_abort(world, EXIT_RUNTIME);
+			exit(EXIT_RUNTIME); /* a backend that cannot end the job returns (runtime/comm.h) */
 		}
 	}
 out:

@@ -93,7 +93,9 @@ const char *comm_backend(const struct comm *c);       /* "mpi" or "nccl" */
  * instead of blocking for ever; 0 (the default) waits without limit. */
 void comm_set_timeout(struct comm *c, double timeout_s);
 
-/* Ends every process of the job (MPI_Abort); for the program's top level after an error. */
+/* Ends every process of the job (MPI_Abort); for the program's top level after an error. A
+ * backend that cannot (NCCL without its MPI bootstrap) tears its communicator down and
+ * returns: the caller (cli/) then ends the process with `code`. */
 void comm_abort(struct comm *c, int code);
 
 /* --- operations: blocking ------------------------------------------------------------ */

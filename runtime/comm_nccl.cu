@@ -185,12 +185,13 @@ static void nccl_destroy(struct comm *c)
 	free(m);
 }
 
+/* NCCL cannot end the job itself: abort the communicator (no rank stays blocked in it), then
+ * hand over to the bootstrap (MPI_Abort ends every process); the caller ends this process */
 static void nccl_abort(struct comm *c, int code)
 {
 	struct nccl_impl *m = impl_of(c);
 	if (m) ncclCommAbort(m->nc);
 	if (m && m->bootstrap) comm_abort(m->bootstrap, code);
-	exit(code);
 }
 
 /* positional: name, start, wait, test, split, destroy, abort (C++ has no designators here) */

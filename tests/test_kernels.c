@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli/cli.h"
 #include "kernels/cpu.h"
 #include "tests/test.h"
 
@@ -587,7 +588,7 @@ static void test_checker_fails(void)
 
 /* OpenBLAS core choice: the feature -> core table (OpenBLAS 0.3.21 core names, each needing
  * the named instructions: driver/others/dynamic.c), and the kernels really in use after
- * main() ran blas_arch_fix: AVX2 or wider whenever this CPU has AVX2 (unless the user chose
+ * main() ran cli_blas_reexec: AVX2 or wider whenever this CPU has AVX2 (unless the user chose
  * another core type through OPENBLAS_CORETYPE) */
 static void test_blas_core(void)
 {
@@ -608,7 +609,7 @@ static void test_blas_core(void)
 
 int main(void)
 {
-	blas_arch_fix();
+	cli_blas_reexec();
 	test_blas_core();
 	test_linear();
 	test_embedding();
