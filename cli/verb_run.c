@@ -245,7 +245,7 @@ static void print_step(const struct run_opts *o, const struct train_stats *st, c
 	} else {
 		printf("step %4d  loss %.6f  grad norm %.4f  %.4f s  %.0f tokens/s  peak mem GiB/rank:",
 		       st->step, st->loss, st->grad_norm, st->step_time_s, st->tokens_per_s);
-		for (int r = 0; r < world; r++) printf(" %.4f", mem[2 * r] / 1073741824.0);
+		for (int r = 0; r < world; r++) printf(" %.4f", mem[2 * r] / GIB);
 		printf("\n");
 	}
 	fflush(stdout);

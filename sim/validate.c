@@ -428,17 +428,17 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, co
 	r->pred_step_s = e.step_time_s;
 	r->pred_mfu = e.mfu;
 	r->pred_fits = e.fits;
-	r->pred_peak_gib = e.peak_mem_bytes / 1073741824.0;
+	r->pred_peak_gib = e.peak_mem_bytes / GIB;
 	const struct rank_est *k = &e.kind[0];
 	if (!r->mem_rank0)
 		for (int i = 1; i < e.nkinds; i++)
 			if (e.kind[i].peak_bytes > k->peak_bytes) k = &e.kind[i];
 	/* max_memory_allocated counts live tensors only */
-	r->pred_mem_gib = (r->mem_allocated ? k->live_bytes : k->peak_bytes) / 1073741824.0;
-	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / 1073741824.0;
-	r->pred_act_gib = k->act_bytes / 1073741824.0;
-	r->pred_logits_gib = k->logits_bytes / 1073741824.0;
-	r->pred_buf_gib = k->buffers_bytes / 1073741824.0;
+	r->pred_mem_gib = (r->mem_allocated ? k->live_bytes : k->peak_bytes) / GIB;
+	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / GIB;
+	r->pred_act_gib = k->act_bytes / GIB;
+	r->pred_logits_gib = k->logits_bytes / GIB;
+	r->pred_buf_gib = k->buffers_bytes / GIB;
 	if (opts->row) opts->row(opts->row_ctx, r, m, p);
 }
 
