@@ -3,6 +3,7 @@
  * bench/bench.h; add it to the table below. */
 #include <string.h>
 #include "bench/bench.h"
+#include "cli/cli.h"
 #include "kernels/cpu.h"
 
 static const struct {
@@ -18,7 +19,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	blas_arch_fix(); /* sgemm and the training step on the kernels this CPU can run */
+	cli_blas_reexec(); /* sgemm and the training step on the kernels this CPU can run */
 	for (size_t i = 0; i < sizeof(benches) / sizeof(benches[0]); i++)
 		if (argc < 2 || !strcmp(argv[1], benches[i].name))
 			benches[i].run();

@@ -57,6 +57,14 @@ void spawn_result_free(struct spawn_result *r);
 /* Prints "scaleplan VERB: msg" ("scaleplan: msg" when verb is empty) to stderr as one line in
  * one write(2), control characters in it escaped (\n, \t, \xNN). Every error message of the
  * program goes through here. */
+/* Call first in main() of a program that trains: when OpenBLAS picked kernels below this CPU's
+ * (blas_arch_reexec_core), sets OPENBLAS_CORETYPE and executes the program again with the same
+ * arguments; returns only when nothing needed fixing or the exec failed. */
+void cli_blas_reexec(void);
+
+/* validate_file's note on a column the file lacks, on stderr (verb_validate.c; calibrate too) */
+void cli_validate_note(void *ctx, const char *msg);
+
 void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

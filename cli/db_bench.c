@@ -88,7 +88,7 @@ static void tsv_row(const struct store_bench *b, const struct store_tune *t, con
 		precision_name(p.precision), status);
 	if (ok) fprintf(o, "%.6f\t%.6f\t", b->tokens_per_s_per_gpu, b->step_time_s);
 	else fprintf(o, "\t\t");
-	if (has_mem) fprintf(o, "%.6f\tallocated\t", b->peak_mem_bytes / 1073741824.0);
+	if (has_mem) fprintf(o, "%.6f\tallocated\t", b->peak_mem_bytes / GIB);
 	else fprintf(o, "\t\t");
 	fprintf(o, "\t\t%s\thigh\t%s\n",
 		ok ? "step_time_s = median of the steps after the first; tokens_per_s_per_gpu = global_batch_seqs*seq_len/(step_time_s*num_gpus)" : "",

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (!strcmp(argv[1], "run") || !strcmp(argv[1], "profile")) /* the verbs that run GEMMs */
-		blas_arch_fix();
+		cli_blas_reexec();
 	for (size_t i = 0; i < NVERBS; i++)
 		if (!strcmp(argv[1], verbs[i].name))
 			return close_stdout(verbs[i].name, verbs[i].run(argc - 1, argv + 1));

@@ -222,6 +222,7 @@ static int points_from_tsv(const struct cal_args *a, const struct hw *h0, struct
 		vo.hw = h0;
 		vo.row = on_row;
 		vo.row_ctx = &c;
+		vo.note = cli_validate_note;
 		struct val_row *rows;
 		int nrows, before = ps->n;
 		if (validate_file(a->files[f], &vo, &rows, &nrows, err)) return -1;

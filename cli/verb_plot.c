@@ -143,8 +143,8 @@ static int one_plan(struct plot_args *a)
 	else if (!strcmp(a->what, "bubble"))
 		printf("wrote %s (event engine: step %.4f s, bubble fraction %.4f)\n", a->out, s.step_s, s.bubble_fraction);
 	else
-		printf("wrote %s (analytical estimate: peak %.2f GiB of %.2f GiB%s)\n", a->out, e.peak_mem_bytes / 1073741824.0,
-		       e.capacity_bytes / 1073741824.0, e.fits ? "" : ", does not fit");
+		printf("wrote %s (analytical estimate: peak %.2f GiB of %.2f GiB%s)\n", a->out, e.peak_mem_bytes / GIB,
+		       e.capacity_bytes / GIB, e.fits ? "" : ", does not fit");
 	event_sim_free(&s);
 	return rc ? EXIT_RUNTIME : EXIT_OK;
 }
@@ -165,8 +165,8 @@ static int compare(struct plot_args *a)
 		plan_short(&a->plan[i], desc, sizeof(desc));
 		snprintf(label, sizeof(label), "%s: %s", a->label[i][0] ? a->label[i] : (char[2]){(char)('A' + i), 0}, desc);
 		chart_cmp_entry_est(label, &e, &cp[i]);
-		printf("%-60s step %.4f s  peak %.2f GiB of %.2f GiB\n", label, e.step_time_s, e.peak_mem_bytes / 1073741824.0,
-		       e.capacity_bytes / 1073741824.0);
+		printf("%-60s step %.4f s  peak %.2f GiB of %.2f GiB\n", label, e.step_time_s, e.peak_mem_bytes / GIB,
+		       e.capacity_bytes / GIB);
 		event_sim_free(&s);
 	}
 	if (!rc && chart_compare(cp, a->nplans, "plans compared (analytical estimate, as sim and tune)", a->out, err)) {

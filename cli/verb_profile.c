@@ -114,7 +114,7 @@ static void on_progress(void *ctx, const char *what, double f)
 static double mem_per_rank_bytes(int ranks)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-	return pages > 0 && size > 0 ? (double)pages * size / ranks : 1073741824.0;
+	return pages > 0 && size > 0 ? (double)pages * size / ranks : GIB;
 }
 
 /* the half-efficiency dimension of eff = n / (n + h) (sim/layer_cost.c) that each table entry
@@ -173,7 +173,7 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	 * GEMM measured is written as half of peak_bf16 */
 	add_num(o, "peak_bf16_tflops", 2 * r->peak_flops / 1e12, "%.6g");
 	add_num(o, "peak_fp8_tflops", 0, "%g");
-	add_num(o, "hbm_gib", mem_per_rank_bytes(r->ranks) / 1073741824.0, "%.4g");
+	add_num(o, "hbm_gib", mem_per_rank_bytes(r->ranks) / GIB, "%.4g");
 	add_num(o, "hbm_bw_gbps", bw / 1e9, "%.4g");
 	/* the ranks of this machine are one "NVLink domain" (shared memory); what lies beyond it is
 	 * not measured: the network tier repeats its bandwidth */
@@ -282,6 +282,7 @@ int cmd_profile(int argc, char **argv)
 	if (profile_run(b, world, &a.o, &r, err)) {
 		cli_error("profile", "rank %d: %s", rank, err);
 		comm_abort(world, EXIT_RUNTIME);
+		exit(EXIT_RUNTIME); /* a backend that cannot end the job returns (runtime/comm.h) */
 		rc = EXIT_RUNTIME;
 	} else if (rank == 0) {
 		char host[64] = "unknown", when[32];

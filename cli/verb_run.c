@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "reports/trace.h"
 #include "runtime/ckpt.h"
 #include "runtime/data.h"
 #include "runtime/train.h"
@@ -245,27 +246,13 @@ static void print_step(const struct run_opts *o, const struct train_stats *st, c
 	} else {
 		printf("step %4d  loss %.6f  grad norm %.4f  %.4f s  %.0f tokens/s  peak mem GiB/rank:",
 		       st->step, st->loss, st->grad_norm, st->step_time_s, st->tokens_per_s);
-		for (int r = 0; r < world; r++) printf(" %.4f", mem[2 * r] / 1073741824.0);
+		for (int r = 0; r < world; r++) printf(" %.4f", mem[2 * r] / GIB);
 		printf("\n");
 	}
 	fflush(stdout);
 }
 
-static const char *stream_name(int s) { return s == EV_COMPUTE ? "compute" : "comm"; }
-
 #define EVF 9  /* doubles per gathered event */
-
-static void write_event(FILE *f, const double *e, int r)
-{
-	fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f",
-		train_ev_name((int)e[2]), stream_name((int)e[3]), r, (int)e[3], e[0] * 1e6, (e[1] - e[0]) * 1e6);
-	if ((int)e[3] == EV_COMPUTE && e[7] >= 0)
-		fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": %d, \"first_layer\": %d}",
-			(int)e[4], (int)e[5], (int)e[6], (int)(e[8] - e[7]), (int)e[7]);
-	else if ((int)e[3] == EV_COMPUTE && e[6] >= 0)
-		fprintf(f, ", \"args\": {\"stage\": %d}", (int)e[6]);
-	fputc('}', f);
-}
 
 /* Rank 0 gathers every rank's events (padded to the largest count) and writes the trace. */
 static int write_trace(struct ctx *x, struct trainer *t, const char *path, const char *plan_json, char *err)
@@ -287,28 +274,23 @@ static int write_trace(struct ctx *x, struct trainer *t, const char *path, const
 		memcpy(mine + i * EVF, row, sizeof(row));
 	}
 	if (!rc) rc = comm_allgather(x->world_comm, mine, all, most * EVF, COMM_F64, err);
-	struct outfile o;
-	FILE *f = NULL;
-	char e2[ERR_LEN];
 	if (!rc && x->rank == 0) {
-		if (outfile_open(&o, path, e2)) rc = errf(err, "trace: %s", e2);
-		else if (!(f = outfile_text(&o))) rc = errf(err, "trace: out of memory"), outfile_abort(&o);
-	}
-	if (f) {
-		/* the plan rides along, so `sim --op-times` can scale these op times to other plans */
-		fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"scaleplan run (measured)\", "
-			   "\"plan\": %s},\n\"traceEvents\": [\n", plan_json ? plan_json : "null");
-		for (int r = 0; r < x->world; r++) {
-			fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
-				r ? ",\n" : "", r, r);
-			for (int s = 0; s < 2; s++)
-				fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
-					   "\"args\": {\"name\": \"%s\"}}", r, s, stream_name(s));
-			for (size_t i = 0; i < (size_t)counts[r]; i++)
-				write_event(f, all + ((size_t)r * most + i) * EVF, r);
+		struct trace_op *ops = calloc(most * (size_t)x->world + 1, sizeof(*ops));
+		size_t *nops = calloc((size_t)x->world, sizeof(*nops));
+		if (!ops || !nops) rc = errf(err, "trace: out of memory for %zu events", most);
+		for (int r = 0; !rc && r < x->world; r++) {
+			nops[r] = (size_t)counts[r];
+			for (size_t i = 0; i < nops[r]; i++) {
+				const double *e = all + ((size_t)r * most + i) * EVF;
+				ops[(size_t)r * most + i] = (struct trace_op){
+					.start_s = e[0], .end_s = e[1], .name = train_ev_name((int)e[2]),
+					.stream = (int)e[3] == EV_COMPUTE ? TRACE_COMPUTE : TRACE_COMM, .mb = (int)e[4],
+					.chunk = (int)e[5], .stage = (int)e[6], .layer0 = (int)e[7], .layer1 = (int)e[8]};
+			}
 		}
-		fprintf(f, "\n]}\n");
-		if (outfile_commit(&o, e2)) rc = errf(err, "trace: %s", e2);
+		if (!rc) rc = trace_write_measured(path, plan_json, x->world, nops, ops, most, err);
+		free(ops);
+		free(nops);
 	}
 	free(counts);
 	free(mine);
@@ -536,6 +518,7 @@ int cmd_run(int argc, char **argv)
 		if (!j.agreed) {
 			fflush(stderr);
 			comm_abort(world, EXIT_RUNTIME);
+			exit(EXIT_RUNTIME); /* a backend that cannot end the job returns (runtime/comm.h) */
 		}
 	}
 out:

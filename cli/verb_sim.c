@@ -11,7 +11,6 @@
 #include "sim/op_scale.h"
 #include "sim/util.h"
 
-#define GIB 1073741824.0
 
 static void sim_usage(FILE *f)
 {

@@ -2,8 +2,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "sim/estimate.h"
 #include "sim/util.h"
 #include "sim/validate.h"
+
+void cli_validate_note(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "validate: %s\n", msg);
+}
+
+/* `--row`: the row's whole estimate, the `sim` table, as soon as it is made */
+static void explain_row(void *ctx, const struct val_row *r, const struct plan *p, const struct estimate *e)
+{
+	(void)ctx;
+	printf("%s: %s (%s)\n", r->id, r->model, r->source);
+	if (*r->assumed) printf("assumed: %s\n", r->assumed);
+	estimate_print(e, p, stdout);
+	printf("\n");
+}
 
 int cmd_validate(int argc, char **argv)
 {
@@ -54,7 +71,8 @@ int cmd_validate(int argc, char **argv)
 	struct val_row *rows;
 	int n;
 	char err[ERR_LEN];
-	o.explain = o.only && !json ? stdout : NULL;
+	if (o.only && !json) o.explain = explain_row;
+	o.note = cli_validate_note;
 	if (validate_file(path, &o, &rows, &n, err)) { cli_error("validate", "%s", err); return EXIT_BADINPUT; }
 	if (o.only && n == 0) { free(rows); cli_error("validate", "--row: no row with id '%s' in %s", o.only, path); return EXIT_BADINPUT; }
 	struct val_summary s;

@@ -7,11 +7,11 @@
  * instead of 204 (SkylakeX kernels) or 263 (Cooperlake), measured on this project's CI VM with
  * OpenBLAS 0.3.21. OpenBLAS reads OPENBLAS_CORETYPE in its load-time constructor only, so the
  * fix is to set it from the CPU's feature flags and execute the program again, once, before
- * anything else ran. */
+ * anything else ran. This file says whether that is needed and with which value; the program
+ * (cli/reexec.c) sets the variable and executes itself. */
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "kernels/cpu.h"
 
 const char *blas_core_for(int avx2_fma, int avx512, int avx512_bf16)
@@ -45,39 +45,10 @@ const char *blas_core_wanted(void)
 #endif
 }
 
-/* this process's argv as the kernel holds it (NUL-separated in /proc/self/cmdline), in one
- * malloc'd block: the pointer array, then the strings; NULL when it cannot be read */
-static char **self_argv(void)
+const char *blas_arch_reexec_core(void)
 {
-	FILE *f = fopen("/proc/self/cmdline", "rb");
-	if (!f) return NULL;
-	char buf[1 << 16];
-	size_t n = fread(buf, 1, sizeof(buf), f);
-	int whole = feof(f);
-	fclose(f);
-	if (!n || !whole) return NULL; /* empty, or longer than we copy */
-	if (buf[n - 1]) return NULL;
-	size_t argc = 0;
-	for (size_t i = 0; i < n; i++) argc += !buf[i];
-	char **argv = malloc((argc + 1) * sizeof(*argv) + n);
-	if (!argv) return NULL;
-	char *s = (char *)(argv + argc + 1);
-	memcpy(s, buf, n);
-	for (size_t i = 0, a = 0; a < argc; a++) {
-		argv[a] = s + i;
-		i += strlen(s + i) + 1;
-	}
-	argv[argc] = NULL;
-	return argv;
-}
-
-void blas_arch_fix(void)
-{
-	if (getenv("OPENBLAS_CORETYPE")) return; /* chosen by the user, or by our first run */
+	if (getenv("OPENBLAS_CORETYPE")) return NULL; /* chosen by the user, or by our first run */
 	const char *want = blas_core_wanted();
-	if (!want || blas_core_has_avx2(openblas_get_corename())) return;
-	char **argv = self_argv();
-	if (!argv || setenv("OPENBLAS_CORETYPE", want, 1)) { free(argv); return; }
-	execv("/proc/self/exe", argv);
-	free(argv); /* exec failed: keep running on the kernels OpenBLAS chose */
+	if (!want || blas_core_has_avx2(openblas_get_corename())) return NULL;
+	return want;
 }

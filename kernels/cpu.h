@@ -168,12 +168,12 @@ float grad_clip_factor(float sumsq, float max_norm);
 void grad_scale(float *g, size_t n, float factor);
 
 /* ---- BLAS kernel choice (blas_arch.c) ------------------------------------------------- */
-/* Call first in main() of a program that trains (the MPI test harness does, in harness_world):
- * when OPENBLAS_CORETYPE is unset and OpenBLAS picked kernels without AVX2 on a CPU that has
- * AVX2/AVX-512 (an unknown CPU model falls back to Prescott), sets it from the CPU's features
- * and re-executes the program with the same arguments (/proc/self/cmdline); returns only when
- * nothing needs fixing or the exec failed. */
-void blas_arch_fix(void);
+/* The OPENBLAS_CORETYPE a program that trains should set before re-executing itself (first
+ * thing in main(), before MPI starts: cli_blas_reexec does it), or NULL when nothing needs
+ * fixing: the variable is already set (by the user, or by the first run), this CPU has no
+ * AVX2, or OpenBLAS already picked AVX2 or wider kernels. An unknown CPU model makes OpenBLAS
+ * fall back to Prescott on a CPU that has AVX2/AVX-512. */
+const char *blas_arch_reexec_core(void);
 /* The OpenBLAS core type for these features: Cooperlake (AVX-512 + BF16), SkylakeX
  * (AVX-512 F/BW/VL/DQ), Haswell (AVX2 + FMA), or NULL. */
 const char *blas_core_for(int avx2_fma, int avx512, int avx512_bf16);

@@ -9,7 +9,6 @@
 #include "reports/plot.h"
 #include "sim/util.h"
 
-#define GIB 1073741824.0
 
 static const char *const mem_names[PM_PARTS] = {"weights", "gradients", "optimizer states", "activations",
 						"buffers (comm, logits)", "overhead (context, allocator)"};

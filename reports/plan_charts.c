@@ -52,7 +52,7 @@ int chart_memory(const struct plan *p, const struct estimate *e, const struct ev
 	char desc[128], title[1024];
 	plan_short(p, desc, sizeof(desc));
 	snprintf(title, sizeof(title), "%s on %d x %s: %s  peak %.1f GiB of %.1f GiB (%s; analytical estimate)", p->model,
-		 p->gpus, p->gpu, desc, e->peak_mem_bytes / 1073741824.0, e->capacity_bytes / 1073741824.0,
+		 p->gpus, p->gpu, desc, e->peak_mem_bytes / GIB, e->capacity_bytes / GIB,
 		 e->fits ? "fits" : "does not fit");
 	struct plot_memory_in in = {.title = title, .bars = bars, .nbars = e->nkinds, .capacity_bytes = e->capacity_bytes,
 				    .tl = &s->r.tl, .static_bytes = static_bytes, .act_scale = s->act_scale, .panels = panels};

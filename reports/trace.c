@@ -86,6 +86,48 @@ int trace_write(const struct timeline *tl, const char *path, double us_per_unit,
 	return 0;
 }
 
+/* ---- measured ops ---- */
+
+static const char *stream_name(int s) { return s == TRACE_COMPUTE ? "compute" : "comm"; }
+
+static void write_op(FILE *f, const struct trace_op *e, int r)
+{
+	fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f",
+		e->name, stream_name(e->stream), r, e->stream, e->start_s * 1e6, (e->end_s - e->start_s) * 1e6);
+	if (e->stream == TRACE_COMPUTE && e->layer0 >= 0)
+		fprintf(f, ", \"args\": {\"mb\": %d, \"chunk\": %d, \"stage\": %d, \"layers\": %d, \"first_layer\": %d}",
+			e->mb, e->chunk, e->stage, e->layer1 - e->layer0, e->layer0);
+	else if (e->stream == TRACE_COMPUTE && e->stage >= 0)
+		fprintf(f, ", \"args\": {\"stage\": %d}", e->stage);
+	fputc('}', f);
+}
+
+int trace_write_measured(const char *path, const char *plan_json, int nranks, const size_t *nops,
+			 const struct trace_op *ops, size_t stride, char *err)
+{
+	struct outfile o;
+	char e2[ERR_LEN];
+	if (outfile_open(&o, path, e2)) return errf(err, "trace: %s", e2);
+	FILE *f = outfile_text(&o);
+	if (!f) {
+		outfile_abort(&o);
+		return errf(err, "trace: out of memory");
+	}
+	fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"scaleplan run (measured)\", "
+		   "\"plan\": %s},\n\"traceEvents\": [\n", plan_json ? plan_json : "null");
+	for (int r = 0; r < nranks; r++) {
+		fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
+			r ? ",\n" : "", r, r);
+		for (int s = 0; s < 2; s++)
+			fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+				   "\"args\": {\"name\": \"%s\"}}", r, s, stream_name(s));
+		for (size_t i = 0; i < nops[r]; i++) write_op(f, &ops[(size_t)r * stride + i], r);
+	}
+	fprintf(f, "\n]}\n");
+	if (outfile_commit(&o, e2)) return errf(err, "trace: %s", e2);
+	return 0;
+}
+
 /* ---- reading measured op times ---- */
 
 static int op_kind_of(const char *name)

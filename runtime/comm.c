@@ -113,7 +113,7 @@ static int start_barrier(struct comm *c, const struct comm_args *a, struct comm_
 
 const struct comm_coll_desc comm_colls[COLL_COUNT] = {
 	[COLL_ALLREDUCE]      = {"allreduce",     factor_allreduce, size_buffer, start_allreduce},
-	[COLL_REDUCE_SCATTER] = {"reducescatter", factor_nm1_n,     size_total,  start_reduce_scatter},
+	[COLL_REDUCESCATTER] = {"reducescatter", factor_nm1_n,     size_total,  start_reduce_scatter},
 	[COLL_ALLGATHER]      = {"allgather",     factor_nm1_n,     size_total,  start_gather_like},
 	[COLL_ALLTOALL]       = {"alltoall",      factor_nm1_n,     size_total,  start_gather_like},
 	[COLL_ALLTOALLV]      = {"alltoallv",     factor_nm1_n,     size_total,  start_alltoallv},
@@ -210,7 +210,7 @@ static int run_blocking(struct comm *c, const struct comm_args *a, char *err)
 	return comm_wait(r, err);
 }
 
-static struct comm_args args_of(enum comm_coll coll, const void *send, void *recv, size_t count,
+static struct comm_args args_of(enum coll coll, const void *send, void *recv, size_t count,
 				enum comm_dtype t)
 {
 	struct comm_args a = {.coll = coll, .dtype = t, .send = send, .recv = recv, .count = count,
@@ -228,7 +228,7 @@ int comm_iallreduce(struct comm *c, const void *send, void *recv, size_t count, 
 int comm_ireduce_scatter(struct comm *c, const void *send, void *recv, size_t count,
 			 enum comm_dtype t, struct comm_req **req, char *err)
 {
-	struct comm_args a = args_of(COLL_REDUCE_SCATTER, send, recv, count, t);
+	struct comm_args a = args_of(COLL_REDUCESCATTER, send, recv, count, t);
 	return comm_start(c, &a, req, err);
 }
 
@@ -280,7 +280,7 @@ int comm_allreduce(struct comm *c, const void *send, void *recv, size_t count, e
 int comm_reduce_scatter(struct comm *c, const void *send, void *recv, size_t count,
 			enum comm_dtype t, char *err)
 {
-	struct comm_args a = args_of(COLL_REDUCE_SCATTER, send, recv, count, t);
+	struct comm_args a = args_of(COLL_REDUCESCATTER, send, recv, count, t);
 	return run_blocking(c, &a, err);
 }
 

@@ -29,16 +29,14 @@
 
 #include <stddef.h>
 
+#include "sim/coll.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 enum comm_dtype { COMM_F32, COMM_BF16, COMM_F64, COMM_BYTE, COMM_DTYPE_COUNT };
 
-enum comm_coll {
-	COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER, COLL_ALLTOALL, COLL_ALLTOALLV,
-	COLL_BROADCAST, COLL_SENDRECV, COLL_BARRIER, COLL_COUNT
-};
 
 struct comm;
 struct comm_req;
@@ -46,7 +44,7 @@ struct comm_req;
 /* One operation, as the backends and the descriptor table take it. Unused fields are 0;
  * peer_send / peer_recv of -1 mean "no send" / "no receive". */
 struct comm_args {
-	enum comm_coll coll;
+	enum coll coll;
 	enum comm_dtype dtype;
 	const void *send;
 	void *recv;
@@ -95,7 +93,9 @@ const char *comm_backend(const struct comm *c);       /* "mpi" or "nccl" */
  * instead of blocking for ever; 0 (the default) waits without limit. */
 void comm_set_timeout(struct comm *c, double timeout_s);
 
-/* Ends every process of the job (MPI_Abort); for the program's top level after an error. */
+/* Ends every process of the job (MPI_Abort); for the program's top level after an error. A
+ * backend that cannot (NCCL without its MPI bootstrap) tears its communicator down and
+ * returns: the caller (cli/) then ends the process with `code`. */
 void comm_abort(struct comm *c, int code);
 
 /* --- operations: blocking ------------------------------------------------------------ */

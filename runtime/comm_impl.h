@@ -37,7 +37,7 @@ struct comm {
 
 struct comm_req {
 	struct comm *comm;
-	enum comm_coll coll;
+	enum coll coll;
 	double start_s;
 };
 

@@ -107,7 +107,7 @@ static int start_one(struct comm *c, const struct comm_args *a, struct mpi_req *
 	case COLL_ALLREDUCE:
 		return MPI_Iallreduce(a->send == a->recv ? MPI_IN_PLACE : a->send, a->recv, n, dt,
 				      sum_op(c, a->dtype), mc, &q->r[q->nr++]);
-	case COLL_REDUCE_SCATTER:
+	case COLL_REDUCESCATTER:
 		return MPI_Ireduce_scatter_block(a->send, a->recv, n, dt, sum_op(c, a->dtype), mc,
 						 &q->r[q->nr++]);
 	case COLL_ALLGATHER: {
@@ -201,7 +201,7 @@ static int mpi_wait(struct comm_req *r, char *err)
 			}
 		}
 	}
-	enum comm_coll coll = r->coll;
+	enum coll coll = r->coll;
 	req_free(q);
 	if (rc != MPI_SUCCESS) return mpi_fail(c, comm_colls[coll].name, rc, err);
 	return 0;

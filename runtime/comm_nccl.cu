@@ -75,7 +75,7 @@ static ncclResult_t enqueue(struct comm *c, const struct comm_args *a)
 	switch (a->coll) {
 	case COLL_ALLREDUCE:
 		return ncclAllReduce(a->send, a->recv, a->count, dt, ncclSum, m->nc, m->stream);
-	case COLL_REDUCE_SCATTER:
+	case COLL_REDUCESCATTER:
 		return ncclReduceScatter(a->send, a->recv, a->count, dt, ncclSum, m->nc, m->stream);
 	case COLL_ALLGATHER:
 		return ncclAllGather(a->send, a->recv, a->count, dt, m->nc, m->stream);
@@ -185,12 +185,13 @@ static void nccl_destroy(struct comm *c)
 	free(m);
 }
 
+/* NCCL cannot end the job itself: abort the communicator (no rank stays blocked in it), then
+ * hand over to the bootstrap (MPI_Abort ends every process); the caller ends this process */
 static void nccl_abort(struct comm *c, int code)
 {
 	struct nccl_impl *m = impl_of(c);
 	if (m) ncclCommAbort(m->nc);
 	if (m && m->bootstrap) comm_abort(m->bootstrap, code);
-	exit(code);
 }
 
 /* positional: name, start, wait, test, split, destroy, abort (C++ has no designators here) */

@@ -184,16 +184,12 @@ static int measure_memory(const struct profile_backend *b, void *ws, struct comm
 	return 0;
 }
 
-/* the runtime's collectives in the simulator's table order (enum coll, sim/collective.h) */
-static const enum comm_coll coll_of[HWT_COLL_OPS] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER,
-						     COLL_ALLTOALL, COLL_SENDRECV};
-
 static int coll_call(struct comm *g, int op, void *s, void *rv, size_t count, char *err)
 {
 	int n = comm_size(g), me = comm_rank(g);
-	switch (coll_of[op]) {
+	switch ((enum coll)op) {
 	case COLL_ALLREDUCE: return comm_allreduce(g, s, rv, count, COMM_F32, err);
-	case COLL_REDUCE_SCATTER: return comm_reduce_scatter(g, s, rv, count, COMM_F32, err);
+	case COLL_REDUCESCATTER: return comm_reduce_scatter(g, s, rv, count, COMM_F32, err);
 	case COLL_ALLGATHER: return comm_allgather(g, s, rv, count, COMM_F32, err);
 	case COLL_ALLTOALL: return comm_alltoall(g, s, rv, count, COMM_F32, err);
 	default: /* a ring of pairwise exchanges: every member sends to the next, receives from the previous */
@@ -205,7 +201,7 @@ static int coll_call(struct comm *g, int op, void *s, void *rv, size_t count, ch
 static size_t coll_count(int op, size_t S, int n)
 {
 	size_t e = S / sizeof(float);
-	return coll_of[op] == COLL_ALLREDUCE || coll_of[op] == COLL_SENDRECV ? e : e / (size_t)n;
+	return op == COLL_ALLREDUCE || op == COLL_SENDRECV ? e : e / (size_t)n;
 }
 
 static int measure_group(const struct profile_backend *b, void *ws, struct comm *w, struct comm *g, int op,
@@ -225,7 +221,7 @@ static int measure_group(const struct profile_backend *b, void *ws, struct comm 
 		double t = (now_s() - t0) / iters;
 		double max_t; /* the slowest rank anywhere: the groups ran at once, as a plan's do */
 		if (comm_allreduce_max(w, t, &max_t, err)) return -1;
-		size_t bytes = comm_colls[coll_of[op]].size_bytes(count, sizeof(float), n);
+		size_t bytes = comm_colls[op].size_bytes(count, sizeof(float), n);
 		if (hwt_curve_add(cv, (double)bytes, max_t)) return errf(err, "profile: collective table full");
 	}
 	return 0;

@@ -290,7 +290,7 @@ static int check_host_memory(const struct model *mc, int ranks_here, char *err)
 	if (need > 0.8 * have)
 		return errf(err, "train: model %s needs %.1f GiB for %d rank(s) on this host (16 bytes per "
 			    "parameter while it is built), more than 80%% of the %.1f GiB here",
-			    mc->name, need / 1073741824.0, ranks_here, have / 1073741824.0);
+			    mc->name, need / GIB, ranks_here, have / GIB);
 	return 0;
 }
 

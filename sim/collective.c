@@ -8,9 +8,9 @@
 #include "sim/embedded.h"
 #include "sim/util.h"
 
-static const char *const names[COLL_COUNT] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv"};
+static const char *const names[COLL_PRICED] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv"};
 
-const char *coll_name(enum coll c) { return c < COLL_COUNT ? names[c] : "?"; }
+const char *coll_name(enum coll c) { return c < COLL_PRICED ? names[c] : "?"; }
 
 double coll_busbw_factor(enum coll c, int n)
 {

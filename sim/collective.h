@@ -13,9 +13,8 @@
 #ifndef SCALEPLAN_COLLECTIVE_H
 #define SCALEPLAN_COLLECTIVE_H
 
+#include "sim/coll.h"
 #include "sim/hw.h"
-
-enum coll { COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER, COLL_ALLTOALL, COLL_SENDRECV, COLL_COUNT };
 
 /* Where a group sits: n members touching units[t] distinct units of fabric tier t
  * (units[0]: NVLink domains, i.e. nodes; the last tier's unit is the whole cluster). */

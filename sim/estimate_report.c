@@ -4,8 +4,8 @@
 #include <string.h>
 #include "sim/estimate.h"
 #include "sim/plan.h"
+#include "sim/util.h"
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 {

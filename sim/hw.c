@@ -22,7 +22,7 @@ struct hw_field {
 static const struct hw_field fields[] = {
 	{"peak_bf16_tflops", HOFF(peak_bf16_flops), 1e12, 1e-4, 1e5, 0}, /* a CPU rank: ~0.1 */
 	{"peak_fp8_tflops", HOFF(peak_fp8_flops), 1e12, 0, 1e5, 0},
-	{"hbm_gib", HOFF(hbm_bytes), 1073741824.0, 1, 1e5, 0},
+	{"hbm_gib", HOFF(hbm_bytes), GIB, 1, 1e5, 0},
 	{"hbm_bw_gbps", HOFF(hbm_bw_bps), 1e9, 0.01, 1e6, 0}, /* a CPU rank among several: ~1 */
 	{"gemm_eff", HOFF(gemm_eff), 1, 0.01, 1, 0},
 	{"gemm_eff_fp8", HOFF(gemm_eff_fp8), 1, 0.01, 1, 1},
@@ -33,7 +33,7 @@ static const struct hw_field fields[] = {
 	{"workspace_mib", HOFF(workspace_bytes), 1048576.0, 0, 1e6, 0},
 	{"alloc_frag_native", HOFF(frag_native), 1, 1, 4, 0},
 	{"alloc_frag_expandable", HOFF(frag_expandable), 1, 1, 4, 0},
-	{"context_gib", HOFF(context_bytes), 1073741824.0, 0, 1e3, 0},
+	{"context_gib", HOFF(context_bytes), GIB, 0, 1e3, 0},
 	{"nccl_conn_mib", HOFF(nccl_conn_bytes), 1048576.0, 0, 1e4, 0},
 	{"step_overhead_ms", HOFF(step_overhead_s), 1e-3, 0, 1e5, 0},
 	{"kernel_us", HOFF(kernel_s), 1e-6, 0, 1e5, 0},

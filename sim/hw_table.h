@@ -23,10 +23,13 @@
 #ifndef SCALEPLAN_HW_TABLE_H
 #define SCALEPLAN_HW_TABLE_H
 
+#include "sim/coll.h"
+
+
 #define HWT_MAX_AXIS 8     /* points per GEMM axis */
 #define HWT_MAX_POINTS 24  /* points per curve */
 #define HWT_MAX_GROUPS 6   /* group sizes per collective */
-#define HWT_COLL_OPS 5     /* all_reduce, reduce_scatter, all_gather, all_to_all, send_recv
+#define HWT_COLL_OPS COLL_PRICED /* all_reduce, reduce_scatter, all_gather, all_to_all, send_recv
                             * (the order of enum coll in sim/collective.h) */
 
 struct cJSON;

@@ -9,6 +9,9 @@
 
 #define ERR_LEN 256
 
+/* bytes per GiB (2^30): every GiB the tree prints or reads */
+#define GIB 1073741824.0
+
 /* printf into err (which may be NULL); always returns -1 so callers can `return errf(...)`. */
 int errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

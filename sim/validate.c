@@ -417,34 +417,28 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, co
 	struct hw h;
 	char err[ERR_LEN];
 	struct estimate e;
-	FILE *explain = opts->explain;
 	if (opts->hw) h = *opts->hw;
 	if ((!opts->hw && hw_load(r->gpu, &h, err)) || complete_plan(r, m, &h, p, &e, err)) {
 		snprintf(r->reason, sizeof(r->reason), "%s", err);
 		return;
 	}
-	if (explain) {
-		fprintf(explain, "%s: %s (%s)\n", r->id, r->model, r->source);
-		if (*r->assumed) fprintf(explain, "assumed: %s\n", r->assumed);
-		estimate_print(&e, p, explain);
-		fprintf(explain, "\n");
-	}
+	if (opts->explain) opts->explain(opts->row_ctx, r, p, &e);
 	r->simulated = 1;
 	r->pred_tps = e.tokens_per_s_per_gpu;
 	r->pred_step_s = e.step_time_s;
 	r->pred_mfu = e.mfu;
 	r->pred_fits = e.fits;
-	r->pred_peak_gib = e.peak_mem_bytes / 1073741824.0;
+	r->pred_peak_gib = e.peak_mem_bytes / GIB;
 	const struct rank_est *k = &e.kind[0];
 	if (!r->mem_rank0)
 		for (int i = 1; i < e.nkinds; i++)
 			if (e.kind[i].peak_bytes > k->peak_bytes) k = &e.kind[i];
 	/* max_memory_allocated counts live tensors only */
-	r->pred_mem_gib = (r->mem_allocated ? k->live_bytes : k->peak_bytes) / 1073741824.0;
-	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / 1073741824.0;
-	r->pred_act_gib = k->act_bytes / 1073741824.0;
-	r->pred_logits_gib = k->logits_bytes / 1073741824.0;
-	r->pred_buf_gib = k->buffers_bytes / 1073741824.0;
+	r->pred_mem_gib = (r->mem_allocated ? k->live_bytes : k->peak_bytes) / GIB;
+	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / GIB;
+	r->pred_act_gib = k->act_bytes / GIB;
+	r->pred_logits_gib = k->logits_bytes / GIB;
+	r->pred_buf_gib = k->buffers_bytes / GIB;
 	if (opts->row) opts->row(opts->row_ctx, r, m, p);
 }
 
@@ -483,8 +477,11 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 				if (ix[k] >= 0) continue;
 				if (col_required(k)) { rc = errf(err, "%s: header lacks column '%s' (FORMAT.md)", path, colnames[k]); goto out; }
 				ix[k] = nc;
-				fprintf(stderr, "validate: %s: no column '%s'; read as unknown in every row\n",
-					path, colnames[k]);
+				if (opts->note) {
+					char msg[4400]; /* a path (PATH_MAX) and a column name */
+					snprintf(msg, sizeof(msg), "%s: no column '%s'; read as unknown in every row", path, colnames[k]);
+					opts->note(opts->row_ctx, msg);
+				}
 			}
 			header = 1;
 			ncell_hdr = nc;

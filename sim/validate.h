@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct estimate;
 struct hw;
 struct model;
 struct plan;
@@ -65,12 +66,17 @@ struct val_opts {
 	const char *set_key[VAL_MAX_SET]; /* plan keys overridden after each row is read (what-if) */
 	const char *set_val[VAL_MAX_SET];
 	int nset;
-	FILE *explain;                    /* the full estimate (the `sim` table) of each row, or NULL */
+	/* called with each simulated row's estimate as soon as it is made (`validate --row` prints
+	 * the `sim` table of it), or NULL */
+	void (*explain)(void *ctx, const struct val_row *r, const struct plan *p, const struct estimate *e);
+	/* called once per optional column the header lacks (read as unknown in every row) with a
+	 * one-line note naming the file and the column, or NULL */
+	void (*note)(void *ctx, const char *msg);
 	const char *by;                   /* a column name of the file: rows keep its cell in val_row.by */
 	const struct hw *hw;              /* price every row on this profile instead of its gpu cell */
 	/* called with each simulated row's model and plan as predicted (calibrate collects them) */
 	void (*row)(void *ctx, const struct val_row *r, const struct model *m, const struct plan *p);
-	void *row_ctx;
+	void *row_ctx;                    /* also the ctx of explain and note */
 };
 
 /* Parses and predicts every row of `path`. *rows is malloc'd (caller frees). Returns 0, or -1

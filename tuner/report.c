@@ -76,7 +76,7 @@ int report_pictures(const struct search_req *rq, const struct search_result *res
 				snprintf(base, sizeof(base), "memory_%d", i + 1);
 				snprintf(caption, sizeof(caption), "#%d %s: memory per rank kind, peak %.1f GiB of %.1f GiB "
 					 "(analytical estimate), and over one step (event engine)", i + 1, desc,
-					 e.peak_mem_bytes / 1073741824.0, e.capacity_bytes / 1073741824.0);
+					 e.peak_mem_bytes / GIB, e.capacity_bytes / GIB);
 				rc = add_chart(out, dir, base, &c, caption, err);
 			}
 		}

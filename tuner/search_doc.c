@@ -16,7 +16,6 @@
 #include "sim/outfile.h"
 #include "sim/util.h"
 
-#define GIB 1073741824.0
 
 /* text: HTML-escaped (reports/escape.h) for the HTML file, as it is for Markdown */
 static void put_text(FILE *f, const char *s, int html)

@@ -13,7 +13,6 @@
 #include "sim/model.h"
 #include "sim/util.h"
 
-#define GIB 1073741824.0
 
 const char *const search_engine_note =
 	"every figure is the analytical estimate (sim/estimate.c), the model `make validate` scores and "

@@ -10,7 +10,7 @@
 #include "runtime/comm.h"
 #include "sim/util.h"
 
-static void fill(enum comm_coll c, float *s, size_t count, int n, int r)
+static void fill(enum coll c, float *s, size_t count, int n, int r)
 {
 	size_t len = c == COLL_ALLREDUCE || c == COLL_BROADCAST ? count : count * (size_t)n;
 	if (c == COLL_ALLGATHER) len = count;
@@ -20,16 +20,16 @@ static void fill(enum comm_coll c, float *s, size_t count, int n, int r)
 	}
 }
 
-static size_t check(enum comm_coll c, const float *o, size_t count, int n, int r)
+static size_t check(enum coll c, const float *o, size_t count, int n, int r)
 {
-	size_t wrong = 0, len = c == COLL_ALLREDUCE || c == COLL_BROADCAST || c == COLL_REDUCE_SCATTER
+	size_t wrong = 0, len = c == COLL_ALLREDUCE || c == COLL_BROADCAST || c == COLL_REDUCESCATTER
 				       ? count : count * (size_t)n;
 	for (size_t i = 0; i < len; i++) {
 		float w;
 		size_t j = i / count, k = i % count;
 		switch (c) {
 		case COLL_ALLREDUCE: w = (float)(n * (n + 1) / 2 + n * (int)(i % 1000)); break;
-		case COLL_REDUCE_SCATTER: w = (float)(n * (n + 1) / 2 + n * (int)(((size_t)r * count + i) % 1000)); break;
+		case COLL_REDUCESCATTER: w = (float)(n * (n + 1) / 2 + n * (int)(((size_t)r * count + i) % 1000)); break;
 		case COLL_ALLGATHER: w = (float)((int)j + 1 + (int)(k % 1000)); break;
 		case COLL_ALLTOALL: w = (float)(1000 * ((int)j + 1) + 10 * r + (int)(k % 7)); break;
 		default: w = (float)(1 + (int)(i % 1000)); break;
@@ -39,7 +39,7 @@ static size_t check(enum comm_coll c, const float *o, size_t count, int n, int r
 	return wrong;
 }
 
-static int bench_one(struct comm *w, enum comm_coll c, size_t bytes, float *s, float *o, char *err)
+static int bench_one(struct comm *w, enum coll c, size_t bytes, float *s, float *o, char *err)
 {
 	int n = comm_size(w), r = comm_rank(w);
 	size_t total = bytes / sizeof(float);
@@ -89,7 +89,7 @@ int main(void)
 	if (comm_rank(w) == 0)
 		printf("# MPI shared memory, %d ranks\n#%9s %10s  %5s %-14s %10s %8s %8s %6s\n", n, "size(B)",
 		       "count", "type", "collective", "time(us)", "algbw", "busbw", "#wrong");
-	static const enum comm_coll colls[] = {COLL_ALLREDUCE, COLL_REDUCE_SCATTER, COLL_ALLGATHER,
+	static const enum coll colls[] = {COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER,
 					       COLL_ALLTOALL, COLL_BROADCAST};
 	for (size_t ci = 0; ci < sizeof(colls) / sizeof(colls[0]); ci++)
 		for (size_t b = 64u << 10; b <= maxb; b *= 16) {

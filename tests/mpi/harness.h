@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli/cli.h"
 #include "kernels/cpu.h"
 #include "runtime/comm.h"
 #include "runtime/ctx.h"
@@ -39,7 +40,7 @@
 static inline int harness_world(struct comm **world, double timeout_s)
 {
 	char err[ERR_LEN];
-	blas_arch_fix(); /* before MPI starts: the GEMM kernels `scaleplan run` uses (kernels/blas_arch.c) */
+	cli_blas_reexec(); /* before MPI starts: the GEMM kernels `scaleplan run` uses (kernels/blas_arch.c) */
 	if (comm_mpi_world(world, err)) {
 		fprintf(stderr, "%s\n", err);
 		return 1;

@@ -298,7 +298,7 @@ static void test_table(void)
 	CHECK(comm_colls[COLL_ALLREDUCE].busbw_factor(2) == 1.0, "allreduce n=2");
 	CHECK(comm_colls[COLL_ALLREDUCE].busbw_factor(4) == 1.5, "allreduce n=4");
 	CHECK(comm_colls[COLL_ALLREDUCE].busbw_factor(8) == 1.75, "allreduce n=8");
-	CHECK(comm_colls[COLL_REDUCE_SCATTER].busbw_factor(8) == 0.875, "reducescatter n=8");
+	CHECK(comm_colls[COLL_REDUCESCATTER].busbw_factor(8) == 0.875, "reducescatter n=8");
 	CHECK(comm_colls[COLL_ALLGATHER].busbw_factor(8) == 0.875, "allgather n=8");
 	CHECK(comm_colls[COLL_ALLTOALL].busbw_factor(8) == 0.875, "alltoall n=8");
 	CHECK(comm_colls[COLL_BROADCAST].busbw_factor(8) == 1.0, "broadcast");
