@@ -366,6 +366,11 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	k->params = w->params;
 	k->weights_bytes = weight_bytes(p) * (p->zero >= 3 ? shard : w->params);
 	k->grads_bytes = gb * (grads_sharded ? shard : w->params);
+	/* torch DDP allocates a flat bucket for every parameter's gradient at construction, in the
+	 * parameters' dtype, and copies .grad into it unless gradient_as_bucket_view is set
+	 * (Reducer::initialize_buckets); a framework wrapping its model in DDP with the default
+	 * keeps that copy beside its own fp32 buffer (nanotron trainer.py, dp*cp > 1) */
+	if (p->ddp_buckets && c->dpcp > 1) k->grads_bytes += c->act_bytes * w->params;
 	k->optim_bytes = ob * (p->zero >= 1 ? shard : w->params);
 	double w_ratio = w->act_mb > 0 ? w->act_w_mb / w->act_mb : 0;
 	k->act_inflight = inflight(p, r, c->mb, w_ratio);

@@ -489,6 +489,22 @@ static void test_grad_accum_pass(const struct model *m8, const struct hw *h)
 	CHECK(e1.peak_mem_bytes == e0.peak_mem_bytes, "the pass moves no memory");
 }
 
+/* torch DDP's buckets (gradient_as_bucket_view off) hold a bf16 copy of every gradient when
+ * the model is data-parallel: 2 B per parameter the rank holds, on top of the fp32 buffer, and
+ * nothing without data parallelism (nanotron wraps the model in DDP only for dp*cp > 1). */
+static void test_ddp_buckets(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1, s0, s1;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "ddp_buckets", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "ddp_buckets", "1"), &p, &e1)) return;
+	CHECK_REL(e1.kind[0].grads_bytes - e0.kind[0].grads_bytes, 2 * e0.kind[0].params, 1e-12, "DDP buckets: 2 B x params");
+	CHECK_REL(e1.peak_mem_bytes - e0.peak_mem_bytes, 2 * e0.kind[0].params, 1e-12, "DDP buckets count once in the peak (allocated once, no fragmentation)");
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64", "ddp_buckets", "0"), &p, &s0)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64", "ddp_buckets", "1"), &p, &s1)) return;
+	CHECK(s0.peak_mem_bytes == s1.peak_mem_bytes, "no DDP at dp 1");
+}
+
 /* Overlapped TP splits each collective into t chunks pipelined with its GEMM: when the GEMM
  * outlasts the collective, all but the first chunk hide and the hidden part costs 10 %, so the
  * exposed share is 1 − 0.9·(t−1)/t = 0.2125 at t = 8. GPT-3 at t 8, seq 2048 on a
@@ -571,6 +587,7 @@ int main(void)
 	test_fp8_casts(&m8, &h);
 	test_fp16_as_bf16(&m8, &h);
 	test_grad_accum_pass(&m8, &h);
+	test_ddp_buckets(&m8, &h);
 	test_tp_overlap(&gpt3, &h);
 	test_recompute_comm(&gpt3, &h);
 	test_recompute_op(&m8, &h);
