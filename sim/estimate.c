@@ -358,6 +358,12 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	const struct hw *h = c->h;
 	double gb = p->fp32_grads || p->precision == PREC_FP32 ? 4 : 2;
 	double ob = p->precision == PREC_FP32 ? 8 : 12; /* fp32 master + Adam m, v [ZERO §3.1] */
+	if (p->bf16_states && p->precision != PREC_FP32) {
+		/* a model built in bf16 keeps no fp32 master; torch's Adam makes its moments in the
+		 * parameter's dtype, and FSDP2 stores the reduced gradient shard in it too */
+		gb = 2;
+		ob = 4;
+	}
 	double nd = c->dpcp, ne = c->edp;
 	double shard = w->params_dense / nd + w->params_expert / ne;
 	/* gradients are sharded under ZeRO-3, and under ZeRO-2 when they are reduce-scattered
@@ -440,7 +446,10 @@ static double rank_kind(const struct ectx *c, int r, const struct rank_work *w, 
 	double slack = p->pp > 1 ? r * (w->B + w->W) : 0;
 	*tail = fmax(0, k->dp_exposed_s - slack);
 	double pb = p->zero >= 1 ? 1.0 / (c->dpcp) : 1.0;
-	k->optimizer_s = elem_t(c, 36.0 * k->params * pb) + 4 * h->host_op_s; /* a few fused kernels */
+	/* Adam reads weight, gradient, m, v and writes three of them back (+ the bf16 copy of an
+	 * fp32 master): 36 B per parameter in fp32 states, 14 B in bf16 ones; a few fused kernels */
+	double opt_b = p->bf16_states && p->precision != PREC_FP32 ? 14.0 : 36.0;
+	k->optimizer_s = elem_t(c, opt_b * k->params * pb) + 4 * h->host_op_s;
 	k->bubble_s = fmax(0, span - pp_exposed - busy);
 	k->overhead_s = h->step_overhead_s;
 	k->step_s = span + *tail + k->optimizer_s + k->overhead_s;

@@ -48,6 +48,7 @@ static const struct plan_key plan_keys[] = {
 	{"order", K_STR, OFF(order), 0, 0, "rank order innermost first, e.g. tp-cp-dp-pp", NULL},
 	{"precision", K_PREC, OFF(precision), 0, 0, "bf16|fp16|fp8|fp32", NULL},
 	{"fp32_grads", K_BOOL, OFF(fp32_grads), 0, 1, "fp32 gradient accumulation buffer", NULL},
+	{"bf16_states", K_BOOL, OFF(bf16_states), 0, 1, "weights, gradients at rest and Adam moments in bf16, no fp32 master copy (a model built in bf16 under FSDP2)", NULL},
 	{"ddp_buckets", K_BOOL, OFF(ddp_buckets), 0, 1, "torch DDP's flat gradient buckets beside the gradients (gradient_as_bucket_view off): 16 bits per parameter when dp*cp > 1", NULL},
 	{"grad_accum_pass", K_BOOL, OFF(grad_accum_pass), 0, 1, "each micro-batch's gradients added into the fp32 buffer by a pass after its backward (0: fused into the weight-gradient GEMM)", NULL},
 	{"overlap_grad_reduce", K_BOOL, OFF(overlap_grad_reduce), 0, 1, "overlap DP gradient reduction with backward", NULL},

@@ -56,6 +56,7 @@ struct plan {
 	char order[32];              /* rank order, innermost first, e.g. "tp-cp-dp-pp" */
 	enum precision precision;
 	int fp32_grads;              /* fp32 gradient accumulation buffer (Megatron main grads) */
+	int bf16_states;             /* no fp32 master: weights, stored gradients, Adam m, v in bf16 */
 	int ddp_buckets;             /* torch DDP's own 16-bit gradient buckets (dp*cp > 1) */
 	int grad_accum_pass;         /* gradients added into that buffer by a separate pass after each
 	                              * micro-batch's backward (nanotron), not in the wgrad GEMM */

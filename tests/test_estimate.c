@@ -505,6 +505,22 @@ static void test_ddp_buckets(const struct model *m8, const struct hw *h)
 	CHECK(s0.peak_mem_bytes == s1.peak_mem_bytes, "no DDP at dp 1");
 }
 
+/* A model built in bf16 (no fp32 master) holds 2 B of weights, 2 B of gradients and 2 + 2 B of
+ * Adam moments per parameter, against 2 + 4 + 12 with fp32 master and moments [ZERO §3.1]; its
+ * optimizer step moves 14 B per parameter (read w, g, m, v; write w, m, v) instead of 36. */
+static void test_bf16_states(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate a, b;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "bf16_states", "0"), &p, &a)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "bf16_states", "1"), &p, &b)) return;
+	double n = a.kind[0].params;
+	CHECK_REL(states(&a.kind[0]), 18 * n, 1e-12, "fp32 master and moments: 18 B per parameter");
+	CHECK_REL(states(&b.kind[0]), 8 * n, 1e-12, "bf16 weights, gradients and moments: 8 B per parameter");
+	double ta = a.kind[0].optimizer_s - 4 * h->host_op_s, tb = b.kind[0].optimizer_s - 4 * h->host_op_s;
+	CHECK_REL(tb / ta, 14.0 / 36.0, 1e-9, "optimizer traffic 14 B against 36 B per parameter");
+}
+
 /* Overlapped TP splits each collective into t chunks pipelined with its GEMM: when the GEMM
  * outlasts the collective, all but the first chunk hide and the hidden part costs 10 %, so the
  * exposed share is 1 − 0.9·(t−1)/t = 0.2125 at t = 8. GPT-3 at t 8, seq 2048 on a
@@ -588,6 +604,7 @@ int main(void)
 	test_fp16_as_bf16(&m8, &h);
 	test_grad_accum_pass(&m8, &h);
 	test_ddp_buckets(&m8, &h);
+	test_bf16_states(&m8, &h);
 	test_tp_overlap(&gpt3, &h);
 	test_recompute_comm(&gpt3, &h);
 	test_recompute_op(&m8, &h);
