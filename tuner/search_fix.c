@@ -7,6 +7,7 @@
 #include "tuner/search.h"
 #include "sim/hw.h"
 #include "sim/model.h"
+#include "sim/schedule.h"
 #include "sim/util.h"
 
 static const char *const reason_names[REJ_COUNT] = {
@@ -138,7 +139,7 @@ int search_fix_check(const struct search_req *rq, char *err)
 		return errf(err, "--fix sp=1: sequence parallelism needs tp > 1, and tp is pinned to 1");
 	if (f->pp == 1 && f->schedule > SCHED_NONE)
 		return errf(err, "--fix schedule=%s: a schedule needs pp > 1, and pp is pinned to 1", schedule_name((enum schedule)f->schedule));
-	if (f->vpp > 1 && f->schedule >= 0 && f->schedule != SCHED_INTERLEAVED)
+	if (f->vpp > 1 && f->schedule >= 0 && !(sched_family((enum schedule)f->schedule)->flags & SCHED_F_VIRTUAL))
 		return errf(err, "--fix vpp=%d: model chunks per rank need schedule=interleaved", f->vpp);
 	if (f->recompute_layers >= 0 && f->recompute >= 0 && f->recompute != RC_FULL)
 		return errf(err, "--fix recompute_layers=%d: needs recompute=full", f->recompute_layers);
@@ -148,9 +149,9 @@ int search_fix_check(const struct search_req *rq, char *err)
 		return errf(err, "--fix order=%s: needs pp > 1, and pp is pinned to 1", order_names[1]);
 	if (f->order == 2 && f->cp == 1)
 		return errf(err, "--fix order=%s: needs cp > 1, and cp is pinned to 1", order_names[2]);
+	int no_p2p = f->schedule >= 0 && !(sched_family((enum schedule)f->schedule)->flags & SCHED_F_BLOCKING_P2P);
 	for (int i = 0; i < OV_COUNT; i++)
-		if (f->overlap[i] == 1 && ((i == 3 && f->schedule >= 0 && f->schedule != SCHED_INTERLEAVED &&
-					    f->schedule != SCHED_1F1B && f->schedule != SCHED_AFAB) ||
+		if (f->overlap[i] == 1 && ((i == 3 && no_p2p) ||
 					   ((i == 2 || i == 4) && f->tp == 1) || (i == 1 && f->zero == 0)))
 			return errf(err, "--fix %s=1: applies only to %s", overlap_keys[i],
 				    i == 3 ? "the AFAB, 1F1B and interleaved schedules" : i == 2 || i == 4 ? "tp > 1" : "ZeRO 1-3");

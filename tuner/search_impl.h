@@ -5,6 +5,7 @@
 #ifndef SCALEPLAN_SEARCH_IMPL_H
 #define SCALEPLAN_SEARCH_IMPL_H
 
+#include "sim/schedule.h"
 #include "tuner/search.h"
 
 /* the objective's figure of merit of a priced candidate: higher is better */
