@@ -13,7 +13,6 @@
 #include "sim/model.h"
 #include "sim/util.h"
 
-static const char *const order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 
 /* ---- enumeration state ---- */
 
@@ -98,38 +97,6 @@ static int add_feasible(struct ctx *c, const struct search_cand *k)
 	return 0;
 }
 
-/* Fills p from the candidate's fields; 0, or -1 with err (plan rule). */
-static int build_plan(const struct search_req *rq, const struct search_cand *k, struct plan *p, char *err)
-{
-	*p = rq->base;
-	p->gpus = k->gpus;
-	p->dp = k->dp; p->tp = k->tp; p->pp = k->pp; p->cp = k->cp; p->ep = k->ep;
-	p->etp = k->etp > 0 ? k->etp : k->tp;
-	p->vpp = k->vpp; p->zero = k->zero; p->sp = k->sp;
-	p->recompute = (enum recompute)k->recompute;
-	p->recompute_layers = k->recompute_layers;
-	p->mbs = k->mbs; p->gbs = rq->gbs; p->seq = rq->seq;
-	p->schedule = (enum schedule)k->schedule;
-	strcpy(p->order, order_names[k->order]);
-	p->overlap_grad_reduce = !!(k->overlap & OV_GRAD);
-	p->overlap_param_gather = !!(k->overlap & OV_PARAM);
-	p->overlap_tp_comm = !!(k->overlap & OV_TP);
-	p->overlap_p2p = !!(k->overlap & OV_P2P);
-	p->overlap_tp_bwd = !!(k->overlap & OV_TPBWD);
-	p->nstage_layers = 0;
-	if (k->stage_layers && k->nstage_layers > 0 && k->nstage_layers <= PLAN_MAX_STAGES) {
-		memcpy(p->stage_layers, k->stage_layers, sizeof(int) * (size_t)k->nstage_layers);
-		p->nstage_layers = k->nstage_layers;
-	}
-	if (plan_resolve(p, rq->m, rq->h, err)) return -1;
-	return plan_validate(p, rq->m, rq->h, err);
-}
-
-int search_cand_plan(const struct search_req *rq, const struct search_cand *c, struct plan *p, char *err)
-{
-	return build_plan(rq, c, p, err);
-}
-
 /* Bytes per GPU of weights, gradients and Adam states, a lower bound on what the estimator
  * counts: parameters evenly spread (the most loaded stage holds at least the mean), norms
  * treated as TP-sharded, experts as sharded over ep·tp, and ZeRO over the whole dp·cp group. */
@@ -155,21 +122,12 @@ static int price(struct ctx *c, struct search_cand *k)
 		r->rejected[REJ_MEMORY_STATES]++;
 		return 2;
 	}
-	if (build_plan(c->rq, k, &c->scratch, err) || estimate_plan(c->rq->m, c->rq->h, &c->scratch, &e, err)) {
+	if (search_cand_plan(c->rq, k, &c->scratch, err) || estimate_plan(c->rq->m, c->rq->h, &c->scratch, &e, err)) {
 		r->rejected[REJ_OTHER]++;
 		return -1;
 	}
 	r->evaluated++;
-	k->step_s = k->analytic_step_s = e.step_time_s;
-	k->tokens_per_s = e.tokens_per_s;
-	k->tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
-	k->mfu = e.mfu;
-	k->peak_bytes = e.peak_mem_bytes;
-	k->capacity_bytes = e.capacity_bytes;
-	k->bubble_fraction = e.bubble_fraction;
-	k->exposed_comm_s = e.exposed_comm_s;
-	k->fits = e.fits;
-	k->score = search_score(c->rq, k);
+	search_cand_priced(c->rq, k, &e);
 	if (!e.fits) {
 		r->rejected[REJ_MEMORY]++;
 		double excess = e.peak_mem_bytes / e.capacity_bytes;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "tuner/search.h"
+#include "tuner/search_impl.h"
 #include "sim/hw.h"
 #include "sim/model.h"
 #include "sim/schedule.h"
@@ -22,13 +23,12 @@ static const char *const reason_names[REJ_COUNT] = {
 	"dominated (1F1B: the same time, no more memory)",
 	"cannot rank (slower than less recompute, already below the K-th best and its shapes' best)",
 	"rank-order twin (the same estimate as an order listed with it)"};
-static const char *const order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 static const char *const objective_names[] = {"throughput", "cost", "time"};
 static const char *const overlap_keys[OV_COUNT] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
 						   "overlap_p2p", "overlap_tp_bwd"};
 
 const char *search_reason_name(enum reject_reason r) { return r < REJ_COUNT ? reason_names[r] : "?"; }
-const char *search_order_name(int order) { return order >= 0 && order < SEARCH_ORDERS ? order_names[order] : "?"; }
+const char *search_order_name(int order) { return order >= 0 && order < SEARCH_ORDERS ? search_order_names[order] : "?"; }
 const char *objective_name(enum objective o) { return o <= OBJ_TIME ? objective_names[o] : "?"; }
 
 void search_orders_text(int orders, char *buf, size_t cap)
@@ -36,7 +36,7 @@ void search_orders_text(int orders, char *buf, size_t cap)
 	size_t n = 0;
 	buf[0] = 0;
 	for (int o = 0; o < SEARCH_ORDERS && n < cap; o++)
-		if (orders & (1 << o)) n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", order_names[o]);
+		if (orders & (1 << o)) n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", search_order_names[o]);
 }
 
 int search_is_tie(const struct search_cand *best, const struct search_cand *k)
@@ -81,8 +81,8 @@ int search_fix_parse(struct search_req *rq, const char *kv, char *err)
 		if (!strcmp(key, dims[i].k)) { *dims[i].dst = dims[i].val; return 0; }
 	if (!strcmp(key, "order")) {
 		for (int o = 0; o < SEARCH_ORDERS; o++)
-			if (!strcmp(probe.order, order_names[o])) { f->order = o; return 0; }
-		return errf(err, "--fix order: the search knows %s, %s and %s", order_names[0], order_names[1], order_names[2]);
+			if (!strcmp(probe.order, search_order_names[o])) { f->order = o; return 0; }
+		return errf(err, "--fix order: the search knows %s, %s and %s", search_order_names[0], search_order_names[1], search_order_names[2]);
 	}
 	if (!strcmp(key, "stage_layers"))
 		return errf(err, "--fix stage_layers: the tuner balances each finalist's split itself; pin pp and schedule instead");
@@ -146,9 +146,9 @@ int search_fix_check(const struct search_req *rq, char *err)
 	if (f->recompute == RC_OP)
 		return errf(err, "--fix recompute=op: the search's recompute modes are none, selective and full");
 	if (f->order == 1 && f->pp == 1)
-		return errf(err, "--fix order=%s: needs pp > 1, and pp is pinned to 1", order_names[1]);
+		return errf(err, "--fix order=%s: needs pp > 1, and pp is pinned to 1", search_order_names[1]);
 	if (f->order == 2 && f->cp == 1)
-		return errf(err, "--fix order=%s: needs cp > 1, and cp is pinned to 1", order_names[2]);
+		return errf(err, "--fix order=%s: needs cp > 1, and cp is pinned to 1", search_order_names[2]);
 	int no_p2p = f->schedule >= 0 && !(sched_family((enum schedule)f->schedule)->flags & SCHED_F_BLOCKING_P2P);
 	for (int i = 0; i < OV_COUNT; i++)
 		if (f->overlap[i] == 1 && ((i == 3 && no_p2p) ||

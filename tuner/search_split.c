@@ -213,17 +213,8 @@ static void try_split(const struct search_req *rq, struct search_cand *best, con
 		free(split);
 		return;
 	}
-	c.step_s = c.analytic_step_s = e.step_time_s;
-	c.tokens_per_s = e.tokens_per_s;
-	c.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
-	c.mfu = e.mfu;
-	c.peak_bytes = e.peak_mem_bytes;
-	c.capacity_bytes = e.capacity_bytes;
-	c.bubble_fraction = e.bubble_fraction;
-	c.exposed_comm_s = e.exposed_comm_s;
-	c.fits = 1;
+	search_cand_priced(rq, &c, &e); /* e fits here */
 	c.partitioned = how;
-	c.score = search_score(rq, &c);
 	free(best->stage_layers);
 	*best = c;
 }
