@@ -102,13 +102,8 @@ int cli_load_plan(const char *verb, struct plan *p, struct model *m, struct hw *
 		cli_error(verb, "%s", err);
 		return EXIT_BADINPUT;
 	}
-	/* Megatron-LM asserts this for the interleaved schedule unless the split is spelled out;
-	 * a user who wants uneven chunks gives stage_layers (the tuner and validate, which
-	 * reproduce runs that used explicit splits, take the balanced default) */
-	int n = plan_stages(p);
-	if (p->schedule == SCHED_INTERLEAVED && !split_given && m->layers % n) {
-		cli_error(verb, "plan: pp*vpp (%d) does not divide num_hidden_layers (%d) (interleaved schedule; give stage_layers for an uneven split)",
-			  n, m->layers);
+	if (!split_given && plan_validate_default_split(p, m, err)) {
+		cli_error(verb, "%s", err);
 		return EXIT_BADINPUT;
 	}
 	return EXIT_OK;

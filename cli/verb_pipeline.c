@@ -78,9 +78,10 @@ static int parse_one(struct pipe_args *a, int argc, char **argv, int *i, char *e
 	const char *v;
 	if (IS("--schedule")) {
 		if (!(v = opt_value(argc, argv, i, eq, err))) return -1;
-		if (schedule_from_name(v, &a->sched) || a->sched == SCHED_NONE)
-			return errf(err, "--schedule: unknown schedule '%s' (afab, 1f1b, interleaved, zb-h1, zb-h2, "
-				    "zb-v, dualpipe, dualpipev)", v);
+		if (schedule_from_name(v, &a->sched) || a->sched == SCHED_NONE) {
+			char names[256];
+			return errf(err, "--schedule: unknown schedule '%s' (%s)", v, sched_name_list(names, sizeof(names), ", ", 0));
+		}
 		a->have_sched = 1;
 		return 0;
 	}
@@ -119,7 +120,7 @@ static int check_required(const struct pipe_args *a, char *err)
  * a chunk is 1/chunks of it, except DualPipe whose two chunks are whole stages */
 static double stage_equiv(const struct sched *s, int inflight)
 {
-	return s->type == SCHED_DUALPIPE ? inflight : (double)inflight / s->chunks;
+	return s->ndirs > 1 ? inflight : (double)inflight / s->chunks;
 }
 
 /* first event's start to last event's end: where the bubble diagram begins and ends (sends
@@ -143,7 +144,7 @@ static void print_table(const struct pipe_args *a, const struct sched *s, const 
 {
 	const char *u = a->unit;
 	printf("schedule %s  pp %d  microbatches %d", schedule_name(s->type), s->pp, s->m);
-	if (s->type == SCHED_INTERLEAVED) printf("  vpp %d", s->chunks);
+	if (s->fam->flags & SCHED_F_VIRTUAL) printf("  vpp %d", s->chunks);
 	printf("  stages %d  ops %zu\n", s->nstages, s->nops);
 	printf("op times (%s): F %g  B %g  W %g  p2p %g\n", u, a->t_f, a->t_b, a->t_w, a->t_comm);
 	printf("span (first op to last event):     %.6g %s   (largest rank span %.6g)\n", makespan(r), u, r->cost);
@@ -177,7 +178,7 @@ static int print_json(const struct pipe_args *a, const struct sched *s, const st
 	cJSON_AddStringToObject(o, "schedule", schedule_name(s->type));
 	cJSON_AddNumberToObject(o, "pp", s->pp);
 	cJSON_AddNumberToObject(o, "microbatches", s->m);
-	cJSON_AddNumberToObject(o, "vpp", s->type == SCHED_INTERLEAVED ? s->chunks : 1);
+	cJSON_AddNumberToObject(o, "vpp", s->fam->flags & SCHED_F_VIRTUAL ? s->chunks : 1);
 	cJSON_AddNumberToObject(o, "stages", s->nstages);
 	cJSON_AddNumberToObject(o, "ops", (double)s->nops);
 	cJSON_AddStringToObject(o, "unit", a->unit);
@@ -222,7 +223,7 @@ static int simulate(const struct pipe_args *a, const struct sched *s, struct eng
 static int write_outputs(const struct pipe_args *a, const struct sched *s, const struct engine_result *r)
 {
 	char err[ERR_LEN], title[256], vpp[16] = "";
-	if (s->type == SCHED_INTERLEAVED) snprintf(vpp, sizeof(vpp), "  vpp=%d", s->chunks);
+	if (s->fam->flags & SCHED_F_VIRTUAL) snprintf(vpp, sizeof(vpp), "  vpp=%d", s->chunks);
 	snprintf(title, sizeof(title), "%s  pp=%d  m=%d%s:  bubble fraction %.3f (bubble/ideal), rate %.3f (bubble/span)",
 		 schedule_name(s->type), s->pp, s->m, vpp, r->bubble_fraction, r->bubble_rate);
 	if (a->plot) {

@@ -327,7 +327,7 @@ int pp_create(const struct pp_cfg *cfg, struct pp **out, char *err)
 /* The schedule of a resolved plan, checked against its layer split; NULL with err. */
 static struct sched *plan_sched(const struct plan *pl, char *err)
 {
-	int vpp = pl->schedule == SCHED_INTERLEAVED ? pl->vpp : 1;
+	int vpp = sched_family(pl->schedule)->flags & SCHED_F_VIRTUAL ? pl->vpp : 1;
 	if (pl->dp <= 0 || pl->mbs <= 0 || pl->gbs <= 0) {
 		errf(err, "pp: plan has no resolved dp, mbs and gbs (call plan_resolve)");
 		return NULL;

@@ -53,9 +53,9 @@ int train_supported(const struct plan *p, const struct model *m, char *err)
 		return errf(err, "%s: zero 3 with ep %d (expert-parallel plans run with --zero 0-2)", what, p->ep);
 	if (p->zero == 3 && p->pp > 1)
 		return errf(err, "%s: zero 3 with pp %d (pipeline plans run with --zero 0-2)", what, p->pp);
-	if (p->zero != 0 && p->pp > 1 && (p->schedule == SCHED_DUALPIPE))
-		return errf(err, "%s: zero %d with the dualpipe schedule (two model copies; use --zero 0)", what,
-		            p->zero);
+	if (p->zero != 0 && p->pp > 1 && sched_family(p->schedule)->ndirs > 1)
+		return errf(err, "%s: zero %d with the %s schedule (two model copies; use --zero 0)", what,
+		            p->zero, schedule_name(p->schedule));
 	if (p->mbs < 1 || p->seq < 1 || p->dp < 1 || p->gbs % (p->dp * p->mbs))
 		return errf(err, "plan: gbs (%d) must be a multiple of dp*mbs (%d*%d)", p->gbs, p->dp, p->mbs);
 	if (p->tp > 1 && (m->heads % p->tp || m->kv_heads % p->tp))

@@ -14,25 +14,16 @@
 #include "sim/layout.h"
 #include "sim/model.h"
 #include "sim/plan.h"
+#include "sim/schedule.h"
 #include "sim/util.h"
 
-/* which pipeline stages a pipeline rank holds */
+/* which pipeline stages a pipeline rank holds: one per chunk (DualPipe: chunk = direction) */
 static int rank_stages(const struct plan *p, int r, int *st)
 {
-	switch (p->schedule) {
-	case SCHED_INTERLEAVED:
-		for (int c = 0; c < p->vpp; c++) st[c] = c * p->pp + r;
-		return p->vpp;
-	case SCHED_ZBV: case SCHED_DUALPIPEV:
-		st[0] = r; st[1] = 2 * p->pp - 1 - r;
-		return 2;
-	case SCHED_DUALPIPE:
-		st[0] = r; st[1] = p->pp - 1 - r;
-		return 2;
-	default:
-		st[0] = r;
-		return 1;
-	}
+	const struct sched_family *f = sched_family(p->schedule);
+	int n = sched_chunks(f, p->vpp);
+	for (int c = 0; c < n; c++) st[c] = f->stage(p->pp, r, c, f->ndirs > 1 ? c : 0);
+	return n;
 }
 
 struct rank_work {
@@ -105,11 +96,12 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		if (st[i] == 0) w->has_embed = 1;
 		if (st[i] == nstages - 1) w->has_head = 1;
 	}
-	if (p->schedule == SCHED_DUALPIPE) {
-		/* each micro-batch visits only one of the rank's two stages (one per direction) */
-		w->F /= 2; w->B /= 2; w->W /= 2;
-		w->tp_s /= 2; w->cp_s /= 2; w->ep_s /= 2; w->rc_s /= 2;
-		w->flops_model /= 2; w->flops_hw /= 2;
+	int nd = sched_family(p->schedule)->ndirs;
+	if (nd > 1) {
+		/* each micro-batch visits only one of the rank's stages (one per direction) */
+		w->F /= nd; w->B /= nd; w->W /= nd;
+		w->tp_s /= nd; w->cp_s /= nd; w->ep_s /= nd; w->rc_s /= nd;
+		w->flops_model /= nd; w->flops_hw /= nd;
 	}
 	double t = p->tp, T = c->T, H = m->hidden, E = c->act_bytes;
 	double V = ceil(m->vocab / (128.0 * t)) * 128.0 * t; /* padded vocabulary [MCODE] */
@@ -144,86 +136,19 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		w->W += elem_t(c, w->params * (E + 4.0 + 4.0));
 }
 
-/* activations in flight at the peak, in units of one micro-batch through all of this rank's
- * layers (model.md §2.3) */
-static double inflight(const struct plan *p, int r, int mb, double w_ratio)
-{
-	double pp = p->pp, v = p->vpp;
-	double lim = mb;
-	switch (p->schedule) {
-	case SCHED_NONE: return 1;
-	case SCHED_AFAB: return mb;
-	case SCHED_1F1B: return fmin(pp - r, lim);
-	case SCHED_INTERLEAVED: /* warm-up 2(p−r−1)+(v−1)p chunk-ops, +1 [MCODE-sched, TV-G3] */
-		return fmin(lim * v, 2 * (pp - r - 1) + (v - 1) * pp + 1) / v;
-	case SCHED_ZBH1: /* (p−r)·M_B + r·M_W [ZB §2.3] */
-		return fmin(pp - r, lim) + fmin(r, lim) * w_ratio;
-	case SCHED_ZBH2:
-		return fmin(2 * pp - 2 * r - 1, lim) + fmin(2 * r, lim) * w_ratio;
-	case SCHED_ZBV: return fmin(pp, lim); /* p·M_B, balanced [ZB §6] */
-	case SCHED_DUALPIPE: return fmin((pp + 1) / 2, lim); /* PP+1 stage-units, rank = 2 stages [DSV3 Table 2] */
-	case SCHED_DUALPIPEV: return fmin(pp + 0.5, lim);
-	default: return pp;
-	}
-}
-
-/* pipeline span of one step given every pipeline rank's per-micro-batch F, B, W */
+/* pipeline span of one step given every pipeline rank's per-micro-batch F, B, W: the
+ * schedule's closed form over the slowest rank */
 static double pipeline_span(const struct plan *p, int mb, const struct rank_work *w, int np,
 			    double t_p2p, double *pp_exposed)
 {
-	double Tmax = 0, Fm = 0, Bm = 0, Wm = 0, sum = 0;
+	struct sched_span_in in = {.pp = p->pp, .v = p->vpp, .mb = mb, .np = np, .t_p2p = t_p2p,
+				   .overlap_p2p = p->overlap_p2p};
 	for (int r = 0; r < np; r++) {
 		double T = w[r].F + w[r].B + w[r].W;
-		if (T > Tmax) { Tmax = T; Fm = w[r].F; Bm = w[r].B; Wm = w[r].W; }
-		sum += T;
+		if (T > in.Tmax) { in.Tmax = T; in.Fm = w[r].F; in.Bm = w[r].B; in.Wm = w[r].W; }
+		in.sum += T;
 	}
-	double pp = p->pp, v = p->vpp;
-	double span;
-	*pp_exposed = 0;
-	switch (p->schedule) {
-	case SCHED_NONE:
-		return mb * Tmax;
-	case SCHED_AFAB: case SCHED_1F1B:
-		/* fill and drain walk every stage once; steady state runs at the slowest stage
-		 * [MEG §2.2.1] */
-		span = (mb - 1) * Tmax + sum;
-		*pp_exposed = (2 * (pp - 1) + (p->overlap_p2p ? 0 : 2 * mb)) * t_p2p;
-		break;
-	case SCHED_INTERLEAVED:
-		span = mb * Tmax + (sum / np) * (pp - 1) / v; /* bubble (p−1)/(v·m) [MEG §2.2.2] */
-		/* overlapped P2P (Megatron overlap_p2p_comm) waits only on the fill and drain
-		 * chains; blocking P2P waits on every send and receive */
-		*pp_exposed = (2 * (pp - 1) + (p->overlap_p2p ? 0 : 2 * mb * v)) * t_p2p;
-		break;
-	case SCHED_ZBH1: /* (p−1)(F+B−W) [ZB Table 2] */
-		span = mb * Tmax + (pp - 1) * fmax(0, Fm + Bm - Wm);
-		*pp_exposed = (2 * (pp - 1) + mb) * t_p2p;
-		break;
-	case SCHED_ZBH2:
-		span = mb * Tmax + (pp - 1) * fmax(0, Fm + Bm - 2 * Wm);
-		*pp_exposed = (2 * (pp - 1) + mb) * t_p2p;
-		break;
-	case SCHED_ZBV:
-		span = mb * Tmax + (pp - 1) * fmax(0, Fm + Bm - 2 * Wm) / 2;
-		*pp_exposed = (4 * (pp - 1) + mb) * t_p2p;
-		break;
-	case SCHED_DUALPIPE: {
-		/* (PP/2−1)(F&B + B − 3W), chunk = one of the rank's two stages, F&B = F + B_full
-		 * [DSV3 Table 2] */
-		span = mb * Tmax + (pp / 2 - 1) * fmax(0, Fm + 2 * (Bm + Wm) - 3 * Wm);
-		*pp_exposed = 2 * (pp - 1) * t_p2p;
-		break;
-	}
-	case SCHED_DUALPIPEV: {
-		double f = Fm / 2, bf = (Bm + Wm) / 2, ww = Wm / 2;
-		span = mb * Tmax + (pp - 1) * fmax(0, f + 2 * bf - 3 * ww);
-		*pp_exposed = 4 * (pp - 1) * t_p2p;
-		break;
-	}
-	default:
-		span = (mb - 1) * Tmax + sum;
-	}
-	return span + *pp_exposed;
+	return sched_family(p->schedule)->span(&in, pp_exposed);
 }
 
 /* where rank 0's group of kind g sits: its units at every tier of the fabric. The plan's
@@ -379,7 +304,9 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	if (p->ddp_buckets && c->dpcp > 1) k->grads_bytes += c->act_bytes * w->params;
 	k->optim_bytes = ob * (p->zero >= 1 ? shard : w->params);
 	double w_ratio = w->act_mb > 0 ? w->act_w_mb / w->act_mb : 0;
-	k->act_inflight = inflight(p, r, c->mb, w_ratio);
+	/* activations in flight at the peak, in micro-batches through all of this rank's layers
+	 * (model.md §2.3) */
+	k->act_inflight = sched_family(p->schedule)->inflight(p->pp, p->vpp, r, c->mb, w_ratio);
 	k->act_per_mb_bytes = w->act_mb;
 	k->act_bytes = w->act_mb * k->act_inflight;
 	k->logits_bytes = w->act_extra;
@@ -414,7 +341,7 @@ static double step_span(const struct ectx *c, const struct rank_work *w, int np,
 	}
 	double span = pipeline_span(p, c->mb, w, np, *t_p2p, pp_exposed);
 	/* with more than 64 stages, sum-based terms scale with the true count */
-	if (p->pp > 64 && (p->schedule == SCHED_1F1B || p->schedule == SCHED_AFAB)) {
+	if (p->pp > 64 && (sched_family(p->schedule)->flags & SCHED_F_SPAN_SUMS)) {
 		double sum = 0;
 		for (int i = 0; i < np; i++) sum += w[i].F + w[i].B + w[i].W;
 		span += sum / np * (p->pp - np);

@@ -104,7 +104,7 @@ static int build_tables(const struct hw *h, const struct plan *p, const struct m
 	tb->layers = calloc((size_t)n, sizeof(int));
 	if (!buf || !tb->layers) { free(buf); return errf(err, "event: out of memory"); }
 	for (int k = 0; k < T_COUNT; k++) tb->t[k] = buf + (size_t)k * n;
-	int mdiv = s->chunks, tdiv = s->type == SCHED_DUALPIPE ? 1 : s->chunks;
+	int mdiv = s->chunks, tdiv = s->ndirs > 1 ? 1 : s->chunks;
 	double wr = w_share(h, p, m);
 	int dpcp = p->dp * p->cp;
 	double bucket_params = fmax(40e6, 1e6 * dpcp); /* Megatron's bucket [TV-G4] */
@@ -114,8 +114,7 @@ static int build_tables(const struct hw *h, const struct plan *p, const struct m
 	tb->overlap_ag = p->overlap_param_gather;
 	/* as the estimate prices them: AFAB, 1F1B and interleaved sends wait for completion
 	 * unless overlap_p2p; the zero-bubble and DualPipe schedules' run on their own stream */
-	tb->p2p_blocking = !p->overlap_p2p && (p->schedule == SCHED_AFAB || p->schedule == SCHED_1F1B ||
-						p->schedule == SCHED_INTERLEAVED);
+	tb->p2p_blocking = !p->overlap_p2p && (sched_family(p->schedule)->flags & SCHED_F_BLOCKING_P2P);
 	for (int st = 0; st < n; st++) {
 		int rank, chunk, rank2, chunk2;
 		sched_locate(s, 0, st, &rank, &chunk);
@@ -335,7 +334,7 @@ static int simulate(const struct model *m, const struct hw *h, const struct plan
 static enum schedule event_schedule(const struct plan *p, int *vpp)
 {
 	enum schedule type = p->pp > 1 ? p->schedule : SCHED_1F1B;
-	*vpp = type == SCHED_INTERLEAVED ? p->vpp : 1;
+	*vpp = sched_family(type)->flags & SCHED_F_VIRTUAL ? p->vpp : 1;
 	return type;
 }
 

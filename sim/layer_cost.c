@@ -5,6 +5,7 @@
 #include "sim/collective.h"
 #include "sim/flops.h"
 #include "sim/hw.h"
+#include "sim/schedule.h"
 #include "sim/layer_cost.h"
 #include "sim/model.h"
 #include "sim/plan.h"
@@ -326,7 +327,7 @@ static void ep_cost(const struct ectx *c, const struct dims *d, struct layer_cos
 	} else {
 		a2a = coll_time(h, COLL_ALLTOALL, tok * dest, &c->ep_g);
 	}
-	double expose = (p->schedule == SCHED_DUALPIPE || p->schedule == SCHED_DUALPIPEV) ? 0.1 : 1.0;
+	double expose = sched_family(p->schedule)->flags & SCHED_F_EP_OVERLAP ? 0.1 : 1.0;
 	lc->ep_f = 2 * a2a * expose;
 	lc->ep_b = 2 * a2a * expose;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "sim/plan.h"
+#include "sim/schedule.h"
 #include "sim/model.h"
 #include "sim/hw.h"
 #include "sim/util.h"
@@ -68,13 +69,11 @@ static const struct plan_key plan_keys[] = {
 #define NKEYS (sizeof(plan_keys) / sizeof(plan_keys[0]))
 _Static_assert(NKEYS <= 64, "plan.stated has one bit per key");
 
-static const char *const sched_names[SCHED_COUNT] = {
-	"none", "afab", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"};
 static const char *const rc_names[] = {"none", "selective", "full", "op"};
 #define NRC (sizeof(rc_names) / sizeof(rc_names[0]))
 static const char *const prec_names[PREC_COUNT] = {"bf16", "fp8", "fp32", "fp16"};
 
-const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_names[s] : "?"; }
+const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_family(s)->name : "?"; }
 const char *recompute_name(enum recompute r) { return (size_t)r < NRC ? rc_names[r] : "?"; }
 const char *precision_name(enum precision pr) { return (unsigned)pr < PREC_COUNT ? prec_names[pr] : "?"; }
 const char *allocator_name(int a) { return (unsigned)a < ALLOC_COUNT ? alloc_names[a] : "?"; }
@@ -82,10 +81,10 @@ const char *fp8_impl_name(int f) { return (unsigned)f < FP8_COUNT ? fp8_names[f]
 
 int schedule_from_name(const char *name, enum schedule *s)
 {
-	for (int i = 0; i < SCHED_COUNT; i++)
-		if (strcmp(name, sched_names[i]) == 0) { *s = (enum schedule)i; return 0; }
-	if (strcmp(name, "gpipe") == 0) { *s = SCHED_AFAB; return 0; }
-	return -1;
+	const struct sched_family *f = sched_by_name(name);
+	if (!f) return -1;
+	*s = f->id;
+	return 0;
 }
 
 void plan_defaults(struct plan *p)
@@ -239,8 +238,10 @@ static int set_value(struct plan *p, const struct plan_key *k, const char *key, 
 		strcpy(base + k->off, val);
 		return 0;
 	case K_SCHED:
-		if (schedule_from_name(val, &p->schedule))
-			return errf(err, "plan: schedule: unknown schedule '%s' (afab, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipe, dualpipev, none)", val);
+		if (schedule_from_name(val, &p->schedule)) {
+			char names[256];
+			return errf(err, "plan: schedule: unknown schedule '%s' (%s)", val, sched_name_list(names, sizeof(names), ", ", 1));
+		}
 		return 0;
 	case K_RC:
 		for (size_t i = 0; i < NRC; i++)
@@ -433,17 +434,12 @@ void plan_print_flags_help(FILE *f)
 
 int plan_chunks(const struct plan *p)
 {
-	switch (p->schedule) {
-	case SCHED_INTERLEAVED: return p->vpp;
-	case SCHED_ZBV: case SCHED_DUALPIPE: case SCHED_DUALPIPEV: return 2;
-	default: return 1;
-	}
+	return sched_chunks(sched_family(p->schedule), p->vpp);
 }
 
 int plan_stages(const struct plan *p)
 {
-	if (p->schedule == SCHED_DUALPIPE) return p->pp;
-	return p->pp * plan_chunks(p);
+	return sched_nstages(sched_family(p->schedule), p->pp, p->vpp);
 }
 
 int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char *err)
@@ -467,8 +463,8 @@ int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char
 	if (!p->etp) p->etp = p->tp;
 	if (p->pp == 1) p->schedule = SCHED_NONE;
 	else if (p->schedule == SCHED_NONE) p->schedule = SCHED_1F1B;
-	if (p->schedule != SCHED_INTERLEAVED && p->vpp > 1 && p->pp > 1 && p->schedule == SCHED_1F1B)
-		p->schedule = SCHED_INTERLEAVED; /* vpp > 1 with the default schedule means interleaved */
+	if (p->vpp > 1 && p->pp > 1 && sched_family(p->schedule)->with_vpp != SCHED_NONE)
+		p->schedule = sched_family(p->schedule)->with_vpp; /* 1f1b with vpp > 1 means interleaved */
 	if (p->recompute != RC_FULL) p->recompute_layers = -1;
 	if (m && p->nstage_layers == 0) {
 		int n = plan_stages(p);
@@ -477,6 +473,15 @@ int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char
 			return errf(err, "plan: pp*chunks (%d) exceeds num_hidden_layers (%d)", n, m->layers);
 		plan_balanced_split(p, m->layers);
 	}
+	return 0;
+}
+
+int plan_validate_default_split(const struct plan *p, const struct model *m, char *err)
+{
+	int n = plan_stages(p);
+	if ((sched_family(p->schedule)->flags & SCHED_F_EVEN_SPLIT) && m->layers % n)
+		return errf(err, "plan: pp*vpp (%d) does not divide num_hidden_layers (%d) (%s schedule; give stage_layers for an uneven split)",
+			    n, m->layers, schedule_name(p->schedule));
 	return 0;
 }
 
@@ -541,24 +546,7 @@ int plan_validate(const struct plan *p, const struct model *m, const struct hw *
 	}
 	if (p->pp == 1 && p->schedule != SCHED_NONE)
 		return errf(err, "plan: schedule %s needs pp > 1", schedule_name(p->schedule));
-	if (p->schedule == SCHED_INTERLEAVED) {
-		if (p->vpp < 2) return errf(err, "plan: interleaved schedule needs vpp >= 2");
-		if (mb % p->pp)
-			return errf(err, "plan: interleaved schedule needs micro-batches (%d) to be a multiple of pp (%d)", mb, p->pp);
-	} else if (p->vpp != 1) {
-		return errf(err, "plan: vpp (%d) > 1 needs the interleaved schedule, not %s", p->vpp, schedule_name(p->schedule));
-	}
-	if (p->schedule == SCHED_DUALPIPE || p->schedule == SCHED_DUALPIPEV) {
-		if (p->schedule == SCHED_DUALPIPE && p->pp % 2)
-			return errf(err, "plan: dualpipe needs an even pp (%d)", p->pp);
-		if (mb % 2)
-			return errf(err, "plan: %s needs an even number of micro-batches (%d)", schedule_name(p->schedule), mb);
-		int need = p->schedule == SCHED_DUALPIPE ? 2 * p->pp : 2 * p->pp;
-		if (mb < need)
-			return errf(err, "plan: %s needs at least %d micro-batches (2*pp), got %d", schedule_name(p->schedule), need, mb);
-	}
-	if (p->schedule == SCHED_ZBV && mb < p->pp)
-		return errf(err, "plan: zb-v needs at least pp (%d) micro-batches, got %d", p->pp, mb);
+	if (sched_plan_rules(sched_family(p->schedule), p->pp, p->vpp, mb, err)) return -1;
 	if (h && p->precision == PREC_FP8 && h->peak_fp8_flops <= 0)
 		return errf(err, "plan: precision fp8 is not supported by gpu %s", h->name);
 	return 0;

@@ -127,6 +127,12 @@ void plan_balanced_split(struct plan *p, int layers);
  * "plan: tp (16) does not divide num_attention_heads (40)". */
 int plan_validate(const struct plan *p, const struct model *m, const struct hw *h, char *err);
 
+/* The rule on a split the user did not spell out (a launcher's; the tuner and validate, which
+ * reproduce runs that used explicit splits, take the balanced default): Megatron-LM asserts
+ * that pp*vpp divides the layers for the interleaved schedule (SCHED_F_EVEN_SPLIT), so a user
+ * who wants uneven chunks gives stage_layers. */
+int plan_validate_default_split(const struct plan *p, const struct model *m, char *err);
+
 /* Micro-batches per pipeline per step: gbs / (dp * mbs). */
 static inline int plan_microbatches(const struct plan *p) { return p->gbs / (p->dp * p->mbs); }
 /* Model chunks per pipeline rank for the schedule: vpp for interleaved, 2 for zb-v, dualpipe

@@ -9,6 +9,7 @@
 #include "sim/estimate.h"
 #include "sim/framework.h"
 #include "sim/hw.h"
+#include "sim/schedule.h"
 #include "sim/model.h"
 #include "sim/plan.h"
 #include "sim/util.h"
@@ -226,8 +227,11 @@ static int row_framework(struct val_row *r, struct plan *p, const char *sched_ce
 	/* an interleaved schedule whose chunks are unknown, and a pipeline whose schedule is
 	 * unknown: 1F1B, interleaved when chunks are stated (Megatron's reading of vpp > 1) */
 	if (p->pp > 1 && !known(r, p, "schedule")) {
-		p->schedule = p->vpp > 1 ? SCHED_INTERLEAVED : SCHED_1F1B;
-		add_assumed(r, p->vpp > 1 ? "schedule interleaved" : "schedule 1f1b");
+		p->schedule = SCHED_1F1B;
+		if (p->vpp > 1) p->schedule = sched_family(p->schedule)->with_vpp;
+		char what[64];
+		snprintf(what, sizeof(what), "schedule %s", schedule_name(p->schedule));
+		add_assumed(r, what);
 	}
 	if (!known(r, p, "precision")) add_assumed(r, "precision bf16");
 	return 0;
@@ -345,7 +349,7 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 		for (int i = 0; i < 3; i++) snprintf(f->val[k][i], 16, "%s", rc[i]);
 		f->key[k] = "recompute"; f->nval[k] = 3; f->nkeys++;
 	}
-	if (!known(r, p, "vpp") && p->schedule == SCHED_INTERLEAVED) {
+	if (!known(r, p, "vpp") && (sched_family(p->schedule)->flags & SCHED_F_VIRTUAL)) {
 		int per = m->layers / p->pp;
 		fill_add(f, "vpp", 2, per < 16 ? per : 16, divides, &per);
 	}

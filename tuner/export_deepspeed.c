@@ -13,7 +13,7 @@ static int write_deepspeed(struct out *o, const struct plan *p, const struct mod
 	export_comment(o, "DeepSpeed's config loader accepts; strip them for strict JSON tools");
 	if (p->pp > 1) {
 		export_comment(o, "pipeline: set in code, PipelineModule(num_stages=%d); DeepSpeed's engine runs 1F1B", p->pp);
-		if (p->schedule != SCHED_1F1B)
+		if (!sched_family(p->schedule)->fw_name[SCHED_FW_DEEPSPEED])
 			export_noeq(o, "schedule %s; DeepSpeed's pipeline engine runs 1F1B", schedule_name(p->schedule));
 		if (p->zero > 1) export_noeq(o, "ZeRO-%d with pipeline parallelism; DeepSpeed allows stage <= 1 with PP", p->zero);
 	}

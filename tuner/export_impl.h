@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "sim/plan.h"
+#include "sim/schedule.h"
 
 struct model;
 

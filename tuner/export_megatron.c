@@ -76,7 +76,8 @@ static void megatron_pipeline(struct out *o, const struct plan *p)
 	flag(o, "--pipeline-model-parallel-size", p->pp);
 	if (p->pp == 1) return;
 	int uniform = export_uniform_split(p);
-	if (p->schedule == SCHED_INTERLEAVED) {
+	const struct sched_family *f = sched_family(p->schedule);
+	if (f->flags & SCHED_F_VIRTUAL) {
 		if (uniform) flag(o, "--num-layers-per-virtual-pipeline-stage", p->stage_layers[0]);
 		else megatron_layout(o, p);
 	} else if (!uniform) {
@@ -90,20 +91,14 @@ static void megatron_pipeline(struct out *o, const struct plan *p)
 			megatron_layout(o, p);
 		}
 	}
-	switch (p->schedule) {
-	case SCHED_AFAB:
-		export_noeq(o, "schedule afab (GPipe); Megatron-LM runs 1F1B (same bubble, less activation memory)");
-		break;
-	case SCHED_ZBH1: case SCHED_ZBH2: case SCHED_ZBV:
-		export_noeq(o, "schedule %s (zero-bubble); Megatron-LM's pretrain_gpt.py has no flag for it, 1F1B runs instead",
-		     schedule_name(p->schedule));
-		break;
-	case SCHED_DUALPIPE: case SCHED_DUALPIPEV:
-		export_noeq(o, "schedule %s; Megatron-LM has no flag for it, 1F1B runs instead", schedule_name(p->schedule));
-		break;
-	default:
-		break;
-	}
+	if (f->fw_name[SCHED_FW_MEGATRON]) return;
+	if (f->flags & SCHED_F_DOMINATED)
+		export_noeq(o, "schedule %s (%s); Megatron-LM runs 1F1B (same bubble, less activation memory)", f->name, f->paper);
+	else if (f->paper)
+		export_noeq(o, "schedule %s (%s); Megatron-LM's pretrain_gpt.py has no flag for it, 1F1B runs instead",
+			    f->name, f->paper);
+	else
+		export_noeq(o, "schedule %s; Megatron-LM has no flag for it, 1F1B runs instead", f->name);
 }
 
 /* The overlap switches as the estimate priced them. Megatron accepts --overlap-param-gather
@@ -121,8 +116,9 @@ static void megatron_overlap(struct out *o, const struct plan *p)
 	}
 	/* the interleaved schedule overlaps its sends unless told not to; Megatron forces the
 	 * other schedules' sends to block (arguments.py) */
-	if (p->schedule == SCHED_INTERLEAVED && !p->overlap_p2p) flag0(o, "--no-overlap-p2p-communication");
-	if (p->pp > 1 && p->schedule != SCHED_INTERLEAVED && p->overlap_p2p)
+	int chunked = !!(sched_family(p->schedule)->flags & SCHED_F_VIRTUAL);
+	if (chunked && !p->overlap_p2p) flag0(o, "--no-overlap-p2p-communication");
+	if (p->pp > 1 && !chunked && p->overlap_p2p)
 		export_noeq(o, "overlapped pipeline sends with %s; Megatron-LM overlaps them only in the interleaved schedule",
 			    schedule_name(p->schedule));
 	/* the asynchronous TP backward all-reduce is always on (async_tensor_model_parallel_allreduce) */

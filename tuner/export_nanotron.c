@@ -13,11 +13,14 @@ static int write_nanotron(struct out *o, const struct plan *p, const struct mode
 	export_comment(o, "nanotron config fragment (keys: src/nanotron/config/parallelism_config.py, config.py);");
 	export_comment(o, "merge into a full config (general, checkpoints, data_stages, optimizer, ...)");
 	fprintf(f, "parallelism:\n  dp: %d\n  tp: %d\n  pp: %d\n", p->dp, p->tp, p->pp);
-	const char *engine = "1f1b";
-	if (p->schedule == SCHED_AFAB) engine = "afab";
-	else if (p->pp > 1 && p->schedule != SCHED_1F1B)
-		export_noeq(o, "schedule %s%s; nanotron offers afab and 1f1b, 1f1b is written", schedule_name(p->schedule),
-		     p->schedule == SCHED_INTERLEAVED ? " (virtual pipeline stages)" : "");
+	const struct sched_family *sf = sched_family(p->schedule);
+	const char *engine = sf->fw_name[SCHED_FW_NANOTRON];
+	if (!engine) {
+		engine = sched_family(SCHED_1F1B)->fw_name[SCHED_FW_NANOTRON];
+		if (p->pp > 1)
+			export_noeq(o, "schedule %s%s; nanotron offers afab and 1f1b, 1f1b is written", schedule_name(p->schedule),
+				    sf->flags & SCHED_F_VIRTUAL ? " (virtual pipeline stages)" : "");
+	}
 	fprintf(f, "  pp_engine: %s\n", engine);
 	fprintf(f, "  tp_mode: %s\n", p->sp && p->tp > 1 ? "REDUCE_SCATTER" : "ALL_REDUCE");
 	/* asynchronous TP linears need REDUCE_SCATTER mode in nanotron */

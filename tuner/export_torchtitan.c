@@ -22,12 +22,12 @@ static void torchtitan_choose(struct out *o, const struct plan *p, struct tt_par
 	t->reshard = p->zero == 3 ? "default" : "never";
 	if (p->zero == 1 && p->dp > 1)
 		export_noeq(o, "ZeRO-1; nearest is FSDP without resharding after forward (ZeRO-2-like), written");
-	static const char *const names[SCHED_COUNT] = {
-		[SCHED_AFAB] = "GPipe", [SCHED_1F1B] = "1F1B", [SCHED_INTERLEAVED] = "Interleaved1F1B",
-		[SCHED_ZBV] = "ZBVZeroBubble", [SCHED_DUALPIPEV] = "DualPipeV"};
-	t->schedule = p->pp > 1 ? names[p->schedule] : NULL;
+	const struct sched_family *f = sched_family(p->schedule);
+	t->schedule = p->pp > 1 ? f->fw_name[SCHED_FW_TORCHTITAN] : NULL;
 	if (p->pp > 1 && !t->schedule) {
-		t->schedule = p->schedule == SCHED_DUALPIPE ? "DualPipeV" : "1F1B";
+		/* the schedule of the same shape where there is one, else torchtitan's 1F1B */
+		t->schedule = f->fold_to != SCHED_NONE ? sched_family(f->fold_to)->fw_name[SCHED_FW_TORCHTITAN]
+						     : sched_family(SCHED_1F1B)->fw_name[SCHED_FW_TORCHTITAN];
 		export_noeq(o, "schedule %s; %s is written", schedule_name(p->schedule), t->schedule);
 	}
 	t->ac_every = 0;
@@ -139,9 +139,9 @@ static int write_torchtitan(struct out *o, const struct plan *p, const struct mo
 	if (t.schedule) {
 		fprintf(f, "pipeline_parallel_schedule = \"%s\"\n", t.schedule);
 		fprintf(f, "pipeline_parallel_microbatch_size = %d\n", p->mbs);
-		if (p->schedule == SCHED_DUALPIPE) { /* written as DualPipeV: two stages per rank */
+		if (sched_family(p->schedule)->fold_to != SCHED_NONE) { /* e.g. DualPipe as DualPipeV */
 			struct plan v = *p;
-			v.schedule = SCHED_DUALPIPEV;
+			v.schedule = sched_family(p->schedule)->fold_to;
 			int L = 0;
 			for (int i = 0; i < p->nstage_layers; i++) L += p->stage_layers[i];
 			plan_balanced_split(&v, L);

@@ -13,7 +13,6 @@
 #include "sim/model.h"
 #include "sim/util.h"
 
-static const char *const order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 
 /* ---- enumeration state ---- */
 
@@ -98,38 +97,6 @@ static int add_feasible(struct ctx *c, const struct search_cand *k)
 	return 0;
 }
 
-/* Fills p from the candidate's fields; 0, or -1 with err (plan rule). */
-static int build_plan(const struct search_req *rq, const struct search_cand *k, struct plan *p, char *err)
-{
-	*p = rq->base;
-	p->gpus = k->gpus;
-	p->dp = k->dp; p->tp = k->tp; p->pp = k->pp; p->cp = k->cp; p->ep = k->ep;
-	p->etp = k->etp > 0 ? k->etp : k->tp;
-	p->vpp = k->vpp; p->zero = k->zero; p->sp = k->sp;
-	p->recompute = (enum recompute)k->recompute;
-	p->recompute_layers = k->recompute_layers;
-	p->mbs = k->mbs; p->gbs = rq->gbs; p->seq = rq->seq;
-	p->schedule = (enum schedule)k->schedule;
-	strcpy(p->order, order_names[k->order]);
-	p->overlap_grad_reduce = !!(k->overlap & OV_GRAD);
-	p->overlap_param_gather = !!(k->overlap & OV_PARAM);
-	p->overlap_tp_comm = !!(k->overlap & OV_TP);
-	p->overlap_p2p = !!(k->overlap & OV_P2P);
-	p->overlap_tp_bwd = !!(k->overlap & OV_TPBWD);
-	p->nstage_layers = 0;
-	if (k->stage_layers && k->nstage_layers > 0 && k->nstage_layers <= PLAN_MAX_STAGES) {
-		memcpy(p->stage_layers, k->stage_layers, sizeof(int) * (size_t)k->nstage_layers);
-		p->nstage_layers = k->nstage_layers;
-	}
-	if (plan_resolve(p, rq->m, rq->h, err)) return -1;
-	return plan_validate(p, rq->m, rq->h, err);
-}
-
-int search_cand_plan(const struct search_req *rq, const struct search_cand *c, struct plan *p, char *err)
-{
-	return build_plan(rq, c, p, err);
-}
-
 /* Bytes per GPU of weights, gradients and Adam states, a lower bound on what the estimator
  * counts: parameters evenly spread (the most loaded stage holds at least the mean), norms
  * treated as TP-sharded, experts as sharded over ep·tp, and ZeRO over the whole dp·cp group. */
@@ -155,21 +122,12 @@ static int price(struct ctx *c, struct search_cand *k)
 		r->rejected[REJ_MEMORY_STATES]++;
 		return 2;
 	}
-	if (build_plan(c->rq, k, &c->scratch, err) || estimate_plan(c->rq->m, c->rq->h, &c->scratch, &e, err)) {
+	if (search_cand_plan(c->rq, k, &c->scratch, err) || estimate_plan(c->rq->m, c->rq->h, &c->scratch, &e, err)) {
 		r->rejected[REJ_OTHER]++;
 		return -1;
 	}
 	r->evaluated++;
-	k->step_s = k->analytic_step_s = e.step_time_s;
-	k->tokens_per_s = e.tokens_per_s;
-	k->tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
-	k->mfu = e.mfu;
-	k->peak_bytes = e.peak_mem_bytes;
-	k->capacity_bytes = e.capacity_bytes;
-	k->bubble_fraction = e.bubble_fraction;
-	k->exposed_comm_s = e.exposed_comm_s;
-	k->fits = e.fits;
-	k->score = search_score(c->rq, k);
+	search_cand_priced(c->rq, k, &e);
 	if (!e.fits) {
 		r->rejected[REJ_MEMORY]++;
 		double excess = e.peak_mem_bytes / e.capacity_bytes;
@@ -211,7 +169,7 @@ static int rc_option(const struct search_fix *fx, int i, int stage_layers, int *
 static void overlap_options(const struct search_req *rq, const struct search_cand *k, int *free_mask, int *on)
 {
 	const struct search_fix *fx = &rq->fix;
-	int blocking_p2p = k->schedule == SCHED_AFAB || k->schedule == SCHED_1F1B || k->schedule == SCHED_INTERLEAVED;
+	int blocking_p2p = !!(sched_family((enum schedule)k->schedule)->flags & SCHED_F_BLOCKING_P2P);
 	int applies = (k->dp * k->cp > 1 ? OV_GRAD : 0) | (k->zero >= 1 && k->dp * k->cp > 1 ? OV_PARAM : 0) |
 		      (k->tp > 1 ? OV_TP | OV_TPBWD : 0) | (blocking_p2p ? OV_P2P : 0);
 	*free_mask = *on = 0;
@@ -301,10 +259,8 @@ static int inner(struct ctx *c, struct search_cand *k, int rej, int stage_layers
 		if (rej2 < 0 && rq->gbs % (k->dp * mbs)) rej2 = REJ_BATCH;
 		if (rej2 < 0) {
 			int mb = rq->gbs / (k->dp * mbs);
-			enum schedule s = (enum schedule)k->schedule;
-			if ((s == SCHED_INTERLEAVED && mb % k->pp) || (s == SCHED_ZBV && mb < k->pp) ||
-			    ((s == SCHED_DUALPIPE || s == SCHED_DUALPIPEV) && (mb % 2 || mb < 2 * k->pp)))
-				rej2 = REJ_SCHEDULE;
+			const struct sched_family *f = sched_family((enum schedule)k->schedule);
+			if (f->mb_rule && f->mb_rule(f, k->pp, mb, NULL)) rej2 = REJ_SCHEDULE;
 		}
 		if (rej2 < 0 && c->dominated >= 0) rej2 = c->dominated;
 		int any_fit = 0, fit_at = -1, skipped = 0, mi = mbs == 1 ? 0 : mbs == 2 ? 1 : mbs == 4 ? 2 : 3;
@@ -346,23 +302,20 @@ static int schedules(const struct model *m, int pp, int *sched, int *vpp)
 {
 	int n = 0;
 	if (pp == 1) { sched[0] = SCHED_NONE; vpp[0] = 1; return 1; }
-	const int plain[] = {SCHED_AFAB, SCHED_1F1B, SCHED_ZBH1, SCHED_ZBH2, SCHED_ZBV, SCHED_DUALPIPE, SCHED_DUALPIPEV};
-	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) { sched[n] = plain[i]; vpp[n++] = 1; }
-	/* interleaved with every v <= 8 that splits the layers evenly; where none does (61 layers,
-	 * or 126 over pp 4) with every v, on an uneven split (balanced later for the finalists) */
-	int even = 0;
-	for (int v = 2; v <= 8; v++)
-		if ((long)pp * v <= m->layers && m->layers % (pp * v) == 0) { sched[n] = SCHED_INTERLEAVED; vpp[n++] = v; even++; }
-	for (int v = 2; v <= 8 && !even; v++)
-		if ((long)pp * v <= m->layers) { sched[n] = SCHED_INTERLEAVED; vpp[n++] = v; }
+	for (int t = SCHED_NONE + 1; t < SCHED_COUNT; t++)
+		if (!(sched_family((enum schedule)t)->flags & SCHED_F_VIRTUAL)) { sched[n] = t; vpp[n++] = 1; }
+	/* chunked schedules with every v <= 8 that splits the layers evenly; where none does (61
+	 * layers, or 126 over pp 4) with every v, on an uneven split (balanced later for the
+	 * finalists) */
+	for (int t = SCHED_NONE + 1; t < SCHED_COUNT; t++) {
+		if (!(sched_family((enum schedule)t)->flags & SCHED_F_VIRTUAL)) continue;
+		int even = 0;
+		for (int v = 2; v <= 8; v++)
+			if ((long)pp * v <= m->layers && m->layers % (pp * v) == 0) { sched[n] = t; vpp[n++] = v; even++; }
+		for (int v = 2; v <= 8 && !even; v++)
+			if ((long)pp * v <= m->layers) { sched[n] = t; vpp[n++] = v; }
+	}
 	return n;
-}
-
-static int stages_of(int sched, int pp, int v)
-{
-	if (sched == SCHED_INTERLEAVED) return pp * v;
-	if (sched == SCHED_ZBV || sched == SCHED_DUALPIPEV) return 2 * pp;
-	return pp;
 }
 
 /* Degree-level rules, cheapest first; returns a reason or -1. */
@@ -402,13 +355,13 @@ static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 		if (FIXED(rq->fix.schedule, sched[si]) || FIXED(rq->fix.vpp, vpp[si])) continue;
 		k->schedule = sched[si];
 		k->vpp = vpp[si];
-		c->dominated = sched[si] == SCHED_AFAB && !rq->exhaustive && rq->fix.schedule != SCHED_AFAB ? REJ_AFAB : -1;
-		int nst = stages_of(sched[si], k->pp, vpp[si]);
+		const struct sched_family *f = sched_family((enum schedule)sched[si]);
+		c->dominated = (f->flags & SCHED_F_DOMINATED) && !rq->exhaustive && rq->fix.schedule != sched[si] ? REJ_AFAB : -1;
+		int nst = sched_nstages(f, k->pp, vpp[si]);
 		int rej1 = rej;
 		if (rej1 < 0 && nst > rq->m->layers) rej1 = REJ_LAYERS;
-		if (rej1 < 0 && sched[si] == SCHED_DUALPIPE && k->pp % 2) rej1 = REJ_SCHEDULE;
+		if (rej1 < 0 && f->pp_rule && f->pp_rule(f, k->pp, NULL)) rej1 = REJ_SCHEDULE;
 		int stage_layers = rq->m->layers / (nst > 0 ? nst : 1);
-		if (sched[si] == SCHED_DUALPIPE) stage_layers = rq->m->layers / k->pp;
 		long plans[SEARCH_ORDERS]; /* enumerated under each order */
 		for (int oi = 0; oi < no; oi++) {
 			if (rep[oi] != oi) { /* a twin: the plans of its representative, counted again */

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 #include "tuner/search.h"
+#include "tuner/search_impl.h"
 #include "sim/hw.h"
 #include "sim/model.h"
+#include "sim/schedule.h"
 #include "sim/util.h"
 
 static const char *const reason_names[REJ_COUNT] = {
@@ -21,13 +23,12 @@ static const char *const reason_names[REJ_COUNT] = {
 	"dominated (1F1B: the same time, no more memory)",
 	"cannot rank (slower than less recompute, already below the K-th best and its shapes' best)",
 	"rank-order twin (the same estimate as an order listed with it)"};
-static const char *const order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 static const char *const objective_names[] = {"throughput", "cost", "time"};
 static const char *const overlap_keys[OV_COUNT] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
 						   "overlap_p2p", "overlap_tp_bwd"};
 
 const char *search_reason_name(enum reject_reason r) { return r < REJ_COUNT ? reason_names[r] : "?"; }
-const char *search_order_name(int order) { return order >= 0 && order < SEARCH_ORDERS ? order_names[order] : "?"; }
+const char *search_order_name(int order) { return order >= 0 && order < SEARCH_ORDERS ? search_order_names[order] : "?"; }
 const char *objective_name(enum objective o) { return o <= OBJ_TIME ? objective_names[o] : "?"; }
 
 void search_orders_text(int orders, char *buf, size_t cap)
@@ -35,7 +36,7 @@ void search_orders_text(int orders, char *buf, size_t cap)
 	size_t n = 0;
 	buf[0] = 0;
 	for (int o = 0; o < SEARCH_ORDERS && n < cap; o++)
-		if (orders & (1 << o)) n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", order_names[o]);
+		if (orders & (1 << o)) n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", search_order_names[o]);
 }
 
 int search_is_tie(const struct search_cand *best, const struct search_cand *k)
@@ -80,8 +81,8 @@ int search_fix_parse(struct search_req *rq, const char *kv, char *err)
 		if (!strcmp(key, dims[i].k)) { *dims[i].dst = dims[i].val; return 0; }
 	if (!strcmp(key, "order")) {
 		for (int o = 0; o < SEARCH_ORDERS; o++)
-			if (!strcmp(probe.order, order_names[o])) { f->order = o; return 0; }
-		return errf(err, "--fix order: the search knows %s, %s and %s", order_names[0], order_names[1], order_names[2]);
+			if (!strcmp(probe.order, search_order_names[o])) { f->order = o; return 0; }
+		return errf(err, "--fix order: the search knows %s, %s and %s", search_order_names[0], search_order_names[1], search_order_names[2]);
 	}
 	if (!strcmp(key, "stage_layers"))
 		return errf(err, "--fix stage_layers: the tuner balances each finalist's split itself; pin pp and schedule instead");
@@ -138,19 +139,19 @@ int search_fix_check(const struct search_req *rq, char *err)
 		return errf(err, "--fix sp=1: sequence parallelism needs tp > 1, and tp is pinned to 1");
 	if (f->pp == 1 && f->schedule > SCHED_NONE)
 		return errf(err, "--fix schedule=%s: a schedule needs pp > 1, and pp is pinned to 1", schedule_name((enum schedule)f->schedule));
-	if (f->vpp > 1 && f->schedule >= 0 && f->schedule != SCHED_INTERLEAVED)
+	if (f->vpp > 1 && f->schedule >= 0 && !(sched_family((enum schedule)f->schedule)->flags & SCHED_F_VIRTUAL))
 		return errf(err, "--fix vpp=%d: model chunks per rank need schedule=interleaved", f->vpp);
 	if (f->recompute_layers >= 0 && f->recompute >= 0 && f->recompute != RC_FULL)
 		return errf(err, "--fix recompute_layers=%d: needs recompute=full", f->recompute_layers);
 	if (f->recompute == RC_OP)
 		return errf(err, "--fix recompute=op: the search's recompute modes are none, selective and full");
 	if (f->order == 1 && f->pp == 1)
-		return errf(err, "--fix order=%s: needs pp > 1, and pp is pinned to 1", order_names[1]);
+		return errf(err, "--fix order=%s: needs pp > 1, and pp is pinned to 1", search_order_names[1]);
 	if (f->order == 2 && f->cp == 1)
-		return errf(err, "--fix order=%s: needs cp > 1, and cp is pinned to 1", order_names[2]);
+		return errf(err, "--fix order=%s: needs cp > 1, and cp is pinned to 1", search_order_names[2]);
+	int no_p2p = f->schedule >= 0 && !(sched_family((enum schedule)f->schedule)->flags & SCHED_F_BLOCKING_P2P);
 	for (int i = 0; i < OV_COUNT; i++)
-		if (f->overlap[i] == 1 && ((i == 3 && f->schedule >= 0 && f->schedule != SCHED_INTERLEAVED &&
-					    f->schedule != SCHED_1F1B && f->schedule != SCHED_AFAB) ||
+		if (f->overlap[i] == 1 && ((i == 3 && no_p2p) ||
 					   ((i == 2 || i == 4) && f->tp == 1) || (i == 1 && f->zero == 0)))
 			return errf(err, "--fix %s=1: applies only to %s", overlap_keys[i],
 				    i == 3 ? "the AFAB, 1F1B and interleaved schedules" : i == 2 || i == 4 ? "tp > 1" : "ZeRO 1-3");

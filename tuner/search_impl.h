@@ -5,6 +5,7 @@
 #ifndef SCALEPLAN_SEARCH_IMPL_H
 #define SCALEPLAN_SEARCH_IMPL_H
 
+#include "sim/schedule.h"
 #include "tuner/search.h"
 
 /* the objective's figure of merit of a priced candidate: higher is better */
@@ -45,6 +46,13 @@ void search_cand_short(const struct search_cand *k, char *buf, size_t cap);
 void search_print_ties(const struct search_result *res, FILE *f);
 void search_explain(const struct search_req *rq, const struct search_result *res, FILE *f);
 void search_print_shapes(const struct search_req *rq, const struct search_result *res, FILE *f);
+
+/* The rank orders the search tries, by search_cand.order (search_cand.c). */
+extern const char *const search_order_names[SEARCH_ORDERS];
+struct estimate;
+/* The candidate's figures (step time, throughput, MFU, memory, fits, score) from an estimate of
+ * its plan (search_cand.c); the other way is search_cand_plan (tuner/search.h). */
+void search_cand_priced(const struct search_req *rq, struct search_cand *k, const struct estimate *e);
 
 /* Re-splits a finalist's layers over its stages (time-balanced, or by the MILP when memory
  * binds, within milp_s seconds) and keeps the split when it prices better. */

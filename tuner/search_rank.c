@@ -17,7 +17,7 @@ static int no_zero(const struct search_cand *k) { return k->zero == 0; }
 static int zero3(const struct search_cand *k) { return k->zero == 3; }
 static int no_rc(const struct search_cand *k) { return k->recompute == RC_NONE; }
 static int with_cp(const struct search_cand *k) { return k->cp > 1; }
-static int zb_like(const struct search_cand *k) { return k->schedule >= SCHED_ZBH1; }
+static int zb_like(const struct search_cand *k) { return !!(sched_family((enum schedule)k->schedule)->flags & SCHED_F_SPLIT_W); }
 const struct search_shape search_shapes[SEARCH_NSHAPES] = {
 	{"no pipeline (pp 1)", no_pp}, {"no tensor parallelism (tp 1)", no_tp},
 	{"no DP sharding (ZeRO-0)", no_zero}, {"fully sharded (ZeRO-3/FSDP)", zero3},

@@ -28,7 +28,8 @@ static void rc_text(const struct search_cand *k, char *buf, size_t cap)
 
 static void sched_text(const struct search_cand *k, char *buf, size_t cap)
 {
-	if (k->schedule == SCHED_INTERLEAVED) snprintf(buf, cap, "interleaved v%d", k->vpp);
+	if (sched_family((enum schedule)k->schedule)->flags & SCHED_F_VIRTUAL)
+		snprintf(buf, cap, "%s v%d", schedule_name((enum schedule)k->schedule), k->vpp);
 	else snprintf(buf, cap, "%s", schedule_name((enum schedule)k->schedule));
 }
 

@@ -34,7 +34,8 @@ struct probe_costs {
 /* Schedules with one stage per pipeline rank: the MILP's per-stage memory caps are per-GPU. */
 static int one_stage_per_rank(int sched)
 {
-	return sched == SCHED_AFAB || sched == SCHED_1F1B || sched == SCHED_ZBH1 || sched == SCHED_ZBH2;
+	const struct sched_family *f = sched_family((enum schedule)sched);
+	return sched != SCHED_NONE && f->ndirs == 1 && sched_chunks(f, 1) == 1 && !(f->flags & SCHED_F_VIRTUAL);
 }
 
 static double kind_t(const struct rank_est *k) { return k->t_f + k->t_b + k->t_w; }
@@ -61,7 +62,7 @@ static int probe_costs(const struct search_req *rq, const struct plan *p, enum r
 	struct plan q = *p;
 	struct estimate e1, e2;
 	q.vpp = 1;
-	if (!one_stage_per_rank(q.schedule)) q.schedule = SCHED_1F1B;
+	if (!one_stage_per_rank(q.schedule)) q.schedule = SCHED_1F1B; /* the same layers, one stage a rank */
 	q.recompute = rc;
 	q.recompute_layers = -1;
 	memset(pc, 0, sizeof(*pc));
@@ -99,22 +100,22 @@ static int probe_costs(const struct search_req *rq, const struct plan *p, enum r
 	return 0;
 }
 
-/* Per-micro-batch load of every pipeline rank for a split: a rank sums the stages it holds
- * (interleaved: stage s on rank s mod pp; zb-v and dualpipev: the V, stages s and 2pp-1-s on
- * rank s; dualpipe: stages s and pp-1-s on rank s, each micro-batch visiting one of the two);
- * returns the slowest rank's load. pre: prefix sums of the per-layer times. */
+/* Per-micro-batch load of every pipeline rank for a split: a rank sums the stages it holds (the
+ * schedule's stage map; with two directions, as DualPipe's, a stage sits on one rank per
+ * direction and each micro-batch visits one of them); returns the slowest rank's load. pre:
+ * prefix sums of the per-layer times. */
 static double rank_loads(const struct plan *p, const double *pre, const double *stage, const int *counts, int n,
 			 double *load)
 {
+	const struct sched_family *f = sched_family(p->schedule);
 	double worst = 0;
 	for (int r = 0; r < p->pp; r++) load[r] = 0;
 	for (int s = 0, l = 0; s < n; l += counts[s], s++) {
 		double t = stage[s] + pre[l + counts[s]] - pre[l];
-		switch (p->schedule) {
-		case SCHED_INTERLEAVED: load[s % p->pp] += t; break;
-		case SCHED_ZBV: case SCHED_DUALPIPEV: load[s < p->pp ? s : 2 * p->pp - 1 - s] += t; break;
-		case SCHED_DUALPIPE: load[s] += t / 2; load[p->pp - 1 - s] += t / 2; break;
-		default: load[s] += t;
+		for (int d = 0; d < f->ndirs; d++) {
+			int rank, chunk;
+			f->locate(p->pp, d, s, &rank, &chunk);
+			load[rank] += f->ndirs > 1 ? t / f->ndirs : t;
 		}
 	}
 	for (int r = 0; r < p->pp; r++) worst = fmax(worst, load[r]);
@@ -185,8 +186,7 @@ int search_split(const struct search_req *rq, const struct search_cand *k, int *
 	int rc = partition_dp(&pb, &r, err);
 	*nstages = n;
 	*max_stage_s = r.max_stage_s;
-	if (!rc && n > p.pp) *max_stage_s = rank_balance(&p, pre, stage, counts, n, load);
-	else if (!rc && p.schedule == SCHED_DUALPIPE) *max_stage_s = rank_balance(&p, pre, stage, counts, n, load);
+	if (!rc && plan_chunks(&p) > 1) *max_stage_s = rank_balance(&p, pre, stage, counts, n, load);
 	free(time);
 	return rc;
 }
@@ -213,17 +213,8 @@ static void try_split(const struct search_req *rq, struct search_cand *best, con
 		free(split);
 		return;
 	}
-	c.step_s = c.analytic_step_s = e.step_time_s;
-	c.tokens_per_s = e.tokens_per_s;
-	c.tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
-	c.mfu = e.mfu;
-	c.peak_bytes = e.peak_mem_bytes;
-	c.capacity_bytes = e.capacity_bytes;
-	c.bubble_fraction = e.bubble_fraction;
-	c.exposed_comm_s = e.exposed_comm_s;
-	c.fits = 1;
+	search_cand_priced(rq, &c, &e); /* e fits here */
 	c.partitioned = how;
-	c.score = search_score(rq, &c);
 	free(best->stage_layers);
 	*best = c;
 }

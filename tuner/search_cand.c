@@ -1,0 +1,49 @@
+/* search_cand — the two conversions between the search's compact candidate and the rest of
+ * the program: candidate -> struct plan (resolved and validated), and an estimate of that plan
+ * -> the candidate's figures. Below search.c (enumeration), search_split.c (partitioning) and
+ * the reports, which all convert through these. */
+#include <string.h>
+#include "tuner/search_impl.h"
+#include "sim/estimate.h"
+
+const char *const search_order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
+
+int search_cand_plan(const struct search_req *rq, const struct search_cand *k, struct plan *p, char *err)
+{
+	*p = rq->base;
+	p->gpus = k->gpus;
+	p->dp = k->dp; p->tp = k->tp; p->pp = k->pp; p->cp = k->cp; p->ep = k->ep;
+	p->etp = k->etp > 0 ? k->etp : k->tp;
+	p->vpp = k->vpp; p->zero = k->zero; p->sp = k->sp;
+	p->recompute = (enum recompute)k->recompute;
+	p->recompute_layers = k->recompute_layers;
+	p->mbs = k->mbs; p->gbs = rq->gbs; p->seq = rq->seq;
+	p->schedule = (enum schedule)k->schedule;
+	strcpy(p->order, search_order_names[k->order]);
+	p->overlap_grad_reduce = !!(k->overlap & OV_GRAD);
+	p->overlap_param_gather = !!(k->overlap & OV_PARAM);
+	p->overlap_tp_comm = !!(k->overlap & OV_TP);
+	p->overlap_p2p = !!(k->overlap & OV_P2P);
+	p->overlap_tp_bwd = !!(k->overlap & OV_TPBWD);
+	p->nstage_layers = 0;
+	if (k->stage_layers && k->nstage_layers > 0 && k->nstage_layers <= PLAN_MAX_STAGES) {
+		memcpy(p->stage_layers, k->stage_layers, sizeof(int) * (size_t)k->nstage_layers);
+		p->nstage_layers = k->nstage_layers;
+	}
+	if (plan_resolve(p, rq->m, rq->h, err)) return -1;
+	return plan_validate(p, rq->m, rq->h, err);
+}
+
+void search_cand_priced(const struct search_req *rq, struct search_cand *k, const struct estimate *e)
+{
+	k->step_s = k->analytic_step_s = e->step_time_s;
+	k->tokens_per_s = e->tokens_per_s;
+	k->tokens_per_s_per_gpu = e->tokens_per_s_per_gpu;
+	k->mfu = e->mfu;
+	k->peak_bytes = e->peak_mem_bytes;
+	k->capacity_bytes = e->capacity_bytes;
+	k->bubble_fraction = e->bubble_fraction;
+	k->exposed_comm_s = e->exposed_comm_s;
+	k->fits = e->fits;
+	k->score = search_score(rq, k);
+}
