@@ -12,7 +12,7 @@ void plan_short(const struct plan *p, char *buf, size_t cap)
 	char extra[96] = "";
 	size_t n = 0;
 	if (p->ep > 1) n += (size_t)snprintf(extra + n, sizeof(extra) - n, " ep%d", p->ep);
-	if (p->schedule == SCHED_INTERLEAVED) n += (size_t)snprintf(extra + n, sizeof(extra) - n, " v%d", p->vpp);
+	if (sched_family(p->schedule)->flags & SCHED_F_VIRTUAL) n += (size_t)snprintf(extra + n, sizeof(extra) - n, " v%d", p->vpp);
 	if (p->order[0] && strcmp(p->order, "tp-cp-dp-pp")) snprintf(extra + n, sizeof(extra) - n, " %s", p->order);
 	snprintf(buf, cap, "dp%d tp%d pp%d cp%d%s zero%d %s mbs%d rc %s", p->dp, p->tp, p->pp, p->cp, extra, p->zero,
 		 p->pp > 1 ? schedule_name(p->schedule) : "no-pp", p->mbs, recompute_name(p->recompute));
