@@ -21,7 +21,7 @@ void bench_estimate(void)
 	plan_defaults(&p);
 	p.gpus = 512; p.tp = 8; p.pp = 8; p.zero = 1; p.sp = 1; p.recompute = RC_SELECTIVE;
 	p.mbs = 1; p.gbs = 512; p.seq = 8192;
-	if (plan_resolve(&p, &m, &h, err) || plan_validate(&p, &m, &h, err)) {
+	if (plan_prepare(&p, &m, &h, err)) {
 		fprintf(stderr, "bench_estimate: %s\n", err);
 		return;
 	}

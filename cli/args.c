@@ -98,7 +98,7 @@ int cli_load_plan(const char *verb, struct plan *p, struct model *m, struct hw *
 		}
 	}
 	if (model_load(p->model, m, err) || hw_load(p->gpu, h, err) ||
-	    plan_resolve(p, m, h, err) || plan_validate(p, m, h, err)) {
+	    plan_prepare(p, m, h, err)) {
 		cli_error(verb, "%s", err);
 		return EXIT_BADINPUT;
 	}

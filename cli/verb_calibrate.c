@@ -128,7 +128,7 @@ static int points_from_runs(struct store *s, const struct hw *h0, const struct s
 		plan_defaults(&pt->p);
 		char e2[ERR_LEN];
 		if (plan_from_json(r[i].plan_json, &pt->p, e2) || model_load(pt->p.model, &pt->m, e2) ||
-		    plan_resolve(&pt->p, &pt->m, h0, e2) || plan_validate(&pt->p, &pt->m, h0, e2))
+		    plan_prepare(&pt->p, &pt->m, h0, e2))
 			rc = errf(err, "run %ld: %s", r[i].id, e2);
 		pt->meas_step_s = r[i].median_step_s;
 		snprintf(pt->id, sizeof(pt->id), "R%ld", r[i].id);
@@ -158,8 +158,7 @@ static int points_from_db(const struct cal_args *a, const struct hw *h0, struct 
 		else {
 			plan_defaults(&pt->p);
 			if (model_load(cJSON_IsString(mj) ? mj->valuestring : t.model, &pt->m, err) ||
-			    plan_from_json(f.plan_json, &pt->p, err) || plan_resolve(&pt->p, &pt->m, h0, err) ||
-			    plan_validate(&pt->p, &pt->m, h0, err))
+			    plan_from_json(f.plan_json, &pt->p, err) || plan_prepare(&pt->p, &pt->m, h0, err))
 				rc = -1;
 			pt->meas_step_s = b[i].step_time_s;
 			snprintf(pt->id, sizeof(pt->id), "B%ld", b[i].id);

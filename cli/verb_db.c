@@ -374,7 +374,7 @@ static void run_prediction(const struct store_run *r, double *step_s, double *tp
 	*src = "finalist";
 	plan_defaults(&p);
 	int ok = !plan_from_json(r->plan_json, &p, err) && !model_load(p.model, &m, err) && !hw_load(p.gpu, &h, err) &&
-		 !plan_resolve(&p, &m, &h, err) && !plan_validate(&p, &m, &h, err);
+		 !plan_prepare(&p, &m, &h, err);
 	if (r->finalist_id > 0) {
 		if (ok) *tps = r->predicted_tokens_per_s_per_gpu * p.gpus;
 		return;

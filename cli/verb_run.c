@@ -205,8 +205,8 @@ static int load_plan(struct run_opts *o, int world, struct model *m, char *err)
 	struct plan *p = &o->plan;
 	if (!p->gpu[0]) snprintf(p->gpu, sizeof(p->gpu), "%s", DEFAULT_GPU);
 	if (!p->gpus && !p->dp) p->gpus = world;
-	if (model_load(p->model, m, err) || hw_load(p->gpu, &h, err) || plan_resolve(p, m, &h, err) ||
-	    plan_validate(p, m, &h, err) || train_supported(p, m, err))
+	if (model_load(p->model, m, err) || hw_load(p->gpu, &h, err) || plan_prepare(p, m, &h, err) ||
+	    train_supported(p, m, err))
 		return -1;
 	if ((o->save || o->resume) && p->zero > 0 && p->ep > 1)
 		return errf(err, "not yet supported by the runtime: --save/--resume with zero %d and ep %d (the "

@@ -217,7 +217,7 @@ static int retarget(const struct model *m, const struct hw *h, const struct plan
 		return EXIT_BADINPUT;
 	}
 	snprintf(from.gpu, sizeof(from.gpu), "%s", p->gpu);
-	if (plan_resolve(&from, m, h, err) || plan_validate(&from, m, h, err)) {
+	if (plan_prepare(&from, m, h, err)) {
 		cli_error("sim", "op times: the trace's plan: %s", err);
 		return EXIT_BADINPUT;
 	}

@@ -500,3 +500,10 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 	e->bubble_fraction = ideal_min > 0 ? fmax(0, span - pp_exposed - ideal_min) / ideal_min : 0;
 	return hw_share_adjust(m, h, p, e, NULL, err); /* CPU ranks sharing cores (sim/hw_share.h) */
 }
+
+int estimate_prepared(const struct model *m, const struct hw *h, struct plan *p, struct estimate *e,
+		      char *err)
+{
+	if (plan_prepare(p, m, h, err)) return -1;
+	return estimate_plan(m, h, p, e, err);
+}

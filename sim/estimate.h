@@ -66,6 +66,10 @@ struct estimate {
 int estimate_plan(const struct model *m, const struct hw *h, const struct plan *p,
 		  struct estimate *e, char *err);
 
+/* plan_prepare, then estimate_plan: the one sequence every caller with a raw plan runs. */
+int estimate_prepared(const struct model *m, const struct hw *h, struct plan *p, struct estimate *e,
+		      char *err);
+
 /* The caching allocator's reserved/live ratio on dynamic memory for the plan's allocator mode. */
 double estimate_frag_factor(const struct hw *h, const struct plan *p);
 

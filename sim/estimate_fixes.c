@@ -26,8 +26,7 @@ static int try_fix(struct fixes *x, struct plan *q, const char *change)
 {
 	char err[ERR_LEN];
 	struct estimate e;
-	if (x->n >= x->max || plan_resolve(q, x->m, x->h, err) || plan_validate(q, x->m, x->h, err) ||
-	    estimate_plan(x->m, x->h, q, &e, err) || !(e.peak_mem_bytes < x->peak_bytes))
+	if (x->n >= x->max || estimate_prepared(x->m, x->h, q, &e, err) || !(e.peak_mem_bytes < x->peak_bytes))
 		return 0;
 	struct plan_fix *f = &x->out[x->n++];
 	snprintf(f->change, sizeof(f->change), "%s", change);

@@ -551,3 +551,9 @@ int plan_validate(const struct plan *p, const struct model *m, const struct hw *
 		return errf(err, "plan: precision fp8 is not supported by gpu %s", h->name);
 	return 0;
 }
+
+int plan_prepare(struct plan *p, const struct model *m, const struct hw *h, char *err)
+{
+	if (plan_resolve(p, m, h, err)) return -1;
+	return plan_validate(p, m, h, err);
+}

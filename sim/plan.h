@@ -127,6 +127,9 @@ void plan_balanced_split(struct plan *p, int layers);
  * "plan: tp (16) does not divide num_attention_heads (40)". */
 int plan_validate(const struct plan *p, const struct model *m, const struct hw *h, char *err);
 
+/* plan_resolve, then plan_validate: a plan from any source made ready to estimate or run. */
+int plan_prepare(struct plan *p, const struct model *m, const struct hw *h, char *err);
+
 /* The rule on a split the user did not spell out (a launcher's; the tuner and validate, which
  * reproduce runs that used explicit splits, take the balanced default): Megatron-LM asserts
  * that pp*vpp divides the layers for the interleaved schedule (SCHED_F_EVEN_SPLIT), so a user

@@ -387,7 +387,7 @@ static int complete_plan(struct val_row *r, const struct model *m, const struct 
 		struct estimate eq;
 		int bad = 0;
 		for (int k = 0; k < f.nkeys && !bad; k++) bad = plan_set(&q, f.key[k], f.val[k][idx[k]], e2) != 0;
-		if (!bad && !plan_resolve(&q, m, h, e2) && !plan_validate(&q, m, h, e2) && !estimate_plan(m, h, &q, &eq, e2)) {
+		if (!bad && !estimate_prepared(m, h, &q, &eq, e2)) {
 			int fits = eq.fits || !ok_row;
 			/* a fitting completion beats any that does not; among those that do not, the
 			 * smallest peak (closest to what ran) */

@@ -30,8 +30,7 @@ int search_cand_plan(const struct search_req *rq, const struct search_cand *k, s
 		memcpy(p->stage_layers, k->stage_layers, sizeof(int) * (size_t)k->nstage_layers);
 		p->nstage_layers = k->nstage_layers;
 	}
-	if (plan_resolve(p, rq->m, rq->h, err)) return -1;
-	return plan_validate(p, rq->m, rq->h, err);
+	return plan_prepare(p, rq->m, rq->h, err);
 }
 
 void search_cand_priced(const struct search_req *rq, struct search_cand *k, const struct estimate *e)
