@@ -17,50 +17,7 @@
 #include "sim/util.h"
 #include "tests/test.h"
 
-/* Resolves, validates and estimates a plan given as key/value pairs (NULL-terminated). */
-/* a fabric with every tier at `bw` bytes/s (no NVLS, no oversubscription) and, if `nolat`, no
- * collective latency: isolates the bandwidth terms of a test */
-static void ideal_fabric(struct hw *h, double bw, int nolat)
-{
-	for (int t = 0; t < h->ntiers; t++) {
-		if (bw > 0) h->tier[t].busbw_bps = bw;
-		h->tier[t].nvls_busbw_bps = 0;
-		h->tier[t].oversub = 1;
-	}
-	for (int a = 0; nolat && a < ALGO_COUNT; a++)
-		for (int q = 0; q < PROTO_COUNT; q++) {
-			if (h->lib.base_s[a][q] > 0) h->lib.base_s[a][q] = 0;
-			if (h->lib.hop_nvl_s[a][q] > 0) h->lib.hop_nvl_s[a][q] = 0;
-			if (h->lib.hop_net_s[a][q] > 0) h->lib.hop_net_s[a][q] = 0;
-		}
-}
-
-static int run(const struct model *m, const struct hw *h, const char *const *kv, struct plan *p,
-	       struct estimate *e)
-{
-	char err[ERR_LEN] = "";
-	plan_defaults(p);
-	int rc = 0;
-	for (; kv[0] && !rc; kv += 2) rc = plan_set(p, kv[0], kv[1], err);
-	if (!rc) rc = plan_resolve(p, m, h, err);
-	if (!rc) rc = plan_validate(p, m, h, err);
-	if (!rc) rc = estimate_plan(m, h, p, e, err);
-	CHECK(rc == 0, "plan rejected: %s", err);
-	return rc;
-}
-#define KV(...) ((const char *const[]){__VA_ARGS__, NULL})
-
-static const struct rank_est *kind_at_stage(const struct estimate *e, int stage)
-{
-	for (int i = 0; i < e->nkinds; i++)
-		if (e->kind[i].stage == stage) return &e->kind[i];
-	return NULL;
-}
-
-static double states(const struct rank_est *k)
-{
-	return k->weights_bytes + k->grads_bytes + k->optim_bytes;
-}
+#include "tests/estimate_check.h"
 
 /* ZeRO stage s+1 shards a superset of what stage s shards [ZERO §5], so model-state memory per
  * GPU can only fall; with dp > 1 each stage strictly lowers it. */
@@ -474,53 +431,6 @@ static void test_fp16_as_bf16(const struct model *m8, const struct hw *h)
 	CHECK(e32.step_time_s > 1.5 * eb.step_time_s, "fp32 slower than bf16 (the test can tell them apart)");
 }
 
-/* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
- * (2 B) and the fp32 buffer (4 B) and writes the buffer (4 B) for every parameter the rank
- * holds, at the HBM bandwidth memory-bound kernels reach: 10 B x params / (hbm x mem_eff) per
- * micro-batch, nothing else changes. 8B at tp 2, dp 4, 16 micro-batches, one stage. */
-static void test_grad_accum_pass(const struct model *m8, const struct hw *h)
-{
-	struct plan p;
-	struct estimate e0, e1;
-	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "grad_accum_pass", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "grad_accum_pass", "1"), &p, &e1)) return;
-	double want = 16 * e0.kind[0].params * 10.0 / (h->hbm_bw_bps * h->mem_eff);
-	CHECK_REL(e1.step_time_s - e0.step_time_s, want, 1e-9, "accumulation pass: 16 x 10 B x params / HBM");
-	CHECK(e1.peak_mem_bytes == e0.peak_mem_bytes, "the pass moves no memory");
-}
-
-/* torch DDP's buckets (gradient_as_bucket_view off) hold a bf16 copy of every gradient when
- * the model is data-parallel: 2 B per parameter the rank holds, on top of the fp32 buffer, and
- * nothing without data parallelism (nanotron wraps the model in DDP only for dp*cp > 1). */
-static void test_ddp_buckets(const struct model *m8, const struct hw *h)
-{
-	struct plan p;
-	struct estimate e0, e1, s0, s1;
-	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "ddp_buckets", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "ddp_buckets", "1"), &p, &e1)) return;
-	CHECK_REL(e1.kind[0].grads_bytes - e0.kind[0].grads_bytes, 2 * e0.kind[0].params, 1e-12, "DDP buckets: 2 B x params");
-	CHECK_REL(e1.peak_mem_bytes - e0.peak_mem_bytes, 2 * e0.kind[0].params, 1e-12, "DDP buckets count once in the peak (allocated once, no fragmentation)");
-	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64", "ddp_buckets", "0"), &p, &s0)) return;
-	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64", "ddp_buckets", "1"), &p, &s1)) return;
-	CHECK(s0.peak_mem_bytes == s1.peak_mem_bytes, "no DDP at dp 1");
-}
-
-/* A model built in bf16 (no fp32 master) holds 2 B of weights, 2 B of gradients and 2 + 2 B of
- * Adam moments per parameter, against 2 + 4 + 12 with fp32 master and moments [ZERO §3.1]; its
- * optimizer step moves 14 B per parameter (read w, g, m, v; write w, m, v) instead of 36. */
-static void test_bf16_states(const struct model *m8, const struct hw *h)
-{
-	struct plan p;
-	struct estimate a, b;
-	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "bf16_states", "0"), &p, &a)) return;
-	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "bf16_states", "1"), &p, &b)) return;
-	double n = a.kind[0].params;
-	CHECK_REL(states(&a.kind[0]), 18 * n, 1e-12, "fp32 master and moments: 18 B per parameter");
-	CHECK_REL(states(&b.kind[0]), 8 * n, 1e-12, "bf16 weights, gradients and moments: 8 B per parameter");
-	double ta = a.kind[0].optimizer_s - 4 * h->host_op_s, tb = b.kind[0].optimizer_s - 4 * h->host_op_s;
-	CHECK_REL(tb / ta, 14.0 / 36.0, 1e-9, "optimizer traffic 14 B against 36 B per parameter");
-}
-
 /* Overlapped TP splits each collective into t chunks pipelined with its GEMM: when the GEMM
  * outlasts the collective, all but the first chunk hide and the hidden part costs 10 %, so the
  * exposed share is 1 − 0.9·(t−1)/t = 0.2125 at t = 8. GPT-3 at t 8, seq 2048 on a
@@ -602,9 +512,6 @@ int main(void)
 	test_unfused_attention(&gpt3, &h);
 	test_fp8_casts(&m8, &h);
 	test_fp16_as_bf16(&m8, &h);
-	test_grad_accum_pass(&m8, &h);
-	test_ddp_buckets(&m8, &h);
-	test_bf16_states(&m8, &h);
 	test_tp_overlap(&gpt3, &h);
 	test_recompute_comm(&gpt3, &h);
 	test_recompute_op(&m8, &h);

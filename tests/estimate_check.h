@@ -1,0 +1,59 @@
+/* estimate_check — what the estimate tests share (tests/test_estimate.c,
+ * tests/test_estimate_framework.c): a plan from key/value pairs resolved, validated and
+ * estimated, an idealised fabric, and a rank kind's model-state bytes. */
+#ifndef SCALEPLAN_ESTIMATE_CHECK_H
+#define SCALEPLAN_ESTIMATE_CHECK_H
+
+#include "sim/estimate.h"
+#include "sim/hw.h"
+#include "sim/model.h"
+#include "sim/plan.h"
+#include "sim/util.h"
+#include "tests/test.h"
+
+/* a fabric with every tier at `bw` bytes/s (no NVLS, no oversubscription) and, if `nolat`, no
+ * collective latency: isolates the bandwidth terms of a test */
+static inline void ideal_fabric(struct hw *h, double bw, int nolat)
+{
+	for (int t = 0; t < h->ntiers; t++) {
+		if (bw > 0) h->tier[t].busbw_bps = bw;
+		h->tier[t].nvls_busbw_bps = 0;
+		h->tier[t].oversub = 1;
+	}
+	for (int a = 0; nolat && a < ALGO_COUNT; a++)
+		for (int q = 0; q < PROTO_COUNT; q++) {
+			if (h->lib.base_s[a][q] > 0) h->lib.base_s[a][q] = 0;
+			if (h->lib.hop_nvl_s[a][q] > 0) h->lib.hop_nvl_s[a][q] = 0;
+			if (h->lib.hop_net_s[a][q] > 0) h->lib.hop_net_s[a][q] = 0;
+		}
+}
+
+/* Resolves, validates and estimates a plan given as key/value pairs (NULL-terminated). */
+static inline int run(const struct model *m, const struct hw *h, const char *const *kv, struct plan *p,
+	       struct estimate *e)
+{
+	char err[ERR_LEN] = "";
+	plan_defaults(p);
+	int rc = 0;
+	for (; kv[0] && !rc; kv += 2) rc = plan_set(p, kv[0], kv[1], err);
+	if (!rc) rc = plan_resolve(p, m, h, err);
+	if (!rc) rc = plan_validate(p, m, h, err);
+	if (!rc) rc = estimate_plan(m, h, p, e, err);
+	CHECK(rc == 0, "plan rejected: %s", err);
+	return rc;
+}
+#define KV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static inline const struct rank_est *kind_at_stage(const struct estimate *e, int stage)
+{
+	for (int i = 0; i < e->nkinds; i++)
+		if (e->kind[i].stage == stage) return &e->kind[i];
+	return NULL;
+}
+
+static inline double states(const struct rank_est *k)
+{
+	return k->weights_bytes + k->grads_bytes + k->optim_bytes;
+}
+
+#endif

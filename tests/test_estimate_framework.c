@@ -1,0 +1,67 @@
+/* What the framework-behaviour keys of a plan cost, each against an independent count: the
+ * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
+ * buckets (ddp_buckets) and bf16 model states (bf16_states). The frameworks that set them say
+ * why in profiles/frameworks. */
+#include "tests/estimate_check.h"
+
+/* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
+ * (2 B) and the fp32 buffer (4 B) and writes the buffer (4 B) for every parameter the rank
+ * holds, at the HBM bandwidth memory-bound kernels reach: 10 B x params / (hbm x mem_eff) per
+ * micro-batch, nothing else changes. 8B at tp 2, dp 4, 16 micro-batches, one stage. */
+static void test_grad_accum_pass(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "grad_accum_pass", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "grad_accum_pass", "1"), &p, &e1)) return;
+	double want = 16 * e0.kind[0].params * 10.0 / (h->hbm_bw_bps * h->mem_eff);
+	CHECK_REL(e1.step_time_s - e0.step_time_s, want, 1e-9, "accumulation pass: 16 x 10 B x params / HBM");
+	CHECK(e1.peak_mem_bytes == e0.peak_mem_bytes, "the pass moves no memory");
+}
+
+/* torch DDP's buckets (gradient_as_bucket_view off) hold a bf16 copy of every gradient when
+ * the model is data-parallel: 2 B per parameter the rank holds, on top of the fp32 buffer, and
+ * nothing without data parallelism (nanotron wraps the model in DDP only for dp*cp > 1). */
+static void test_ddp_buckets(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1, s0, s1;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "ddp_buckets", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "ddp_buckets", "1"), &p, &e1)) return;
+	CHECK_REL(e1.kind[0].grads_bytes - e0.kind[0].grads_bytes, 2 * e0.kind[0].params, 1e-12, "DDP buckets: 2 B x params");
+	CHECK_REL(e1.peak_mem_bytes - e0.peak_mem_bytes, 2 * e0.kind[0].params, 1e-12, "DDP buckets count once in the peak (allocated once, no fragmentation)");
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64", "ddp_buckets", "0"), &p, &s0)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64", "ddp_buckets", "1"), &p, &s1)) return;
+	CHECK(s0.peak_mem_bytes == s1.peak_mem_bytes, "no DDP at dp 1");
+}
+
+/* A model built in bf16 (no fp32 master) holds 2 B of weights, 2 B of gradients and 2 + 2 B of
+ * Adam moments per parameter, against 2 + 4 + 12 with fp32 master and moments [ZERO §3.1]; its
+ * optimizer step moves 14 B per parameter (read w, g, m, v; write w, m, v) instead of 36. */
+static void test_bf16_states(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate a, b;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "bf16_states", "0"), &p, &a)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "bf16_states", "1"), &p, &b)) return;
+	double n = a.kind[0].params;
+	CHECK_REL(states(&a.kind[0]), 18 * n, 1e-12, "fp32 master and moments: 18 B per parameter");
+	CHECK_REL(states(&b.kind[0]), 8 * n, 1e-12, "bf16 weights, gradients and moments: 8 B per parameter");
+	double ta = a.kind[0].optimizer_s - 4 * h->host_op_s, tb = b.kind[0].optimizer_s - 4 * h->host_op_s;
+	CHECK_REL(tb / ta, 14.0 / 36.0, 1e-9, "optimizer traffic 14 B against 36 B per parameter");
+}
+
+int main(void)
+{
+	struct model m8;
+	struct hw h;
+	char err[ERR_LEN] = "";
+	if (model_load("llama-3-8b", &m8, err) || hw_load("h100-sxm", &h, err)) {
+		CHECK(0, "profiles: %s", err);
+		return test_summary("test_estimate_framework");
+	}
+	test_grad_accum_pass(&m8, &h);
+	test_ddp_buckets(&m8, &h);
+	test_bf16_states(&m8, &h);
+	return test_summary("test_estimate_framework");
+}
