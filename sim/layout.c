@@ -266,6 +266,8 @@ static int composite_runs(const struct layout *l, enum group_kind g, int n, int 
 	return units;
 }
 
+static int count_units(const struct layout *l, enum group_kind g, int n, int unit);
+
 int layout_group_units(const struct layout *l, enum group_kind g, int unit)
 {
 	int n = layout_group_size(l, g);
@@ -276,10 +278,28 @@ int layout_group_units(const struct layout *l, enum group_kind g, int unit)
 	if (s > 0 && (s >= unit ? s % unit == 0 : unit % s == 0)) return s >= unit ? n : (n + unit / s - 1) / (unit / s);
 	if (n > 4096) return n; /* too large to walk: one unit per member */
 	if (s > 0) return s >= unit ? n : (int)((long)(n - 1) * s / unit) + 1;
+	/* the tuner asks the same layouts again for every micro-batch size, recompute mode and
+	 * schedule it prices: remember the last answers (a pure function of the arguments) */
+	struct memo { struct layout l; int g, unit, units; };
+	static _Thread_local struct memo memo[64];
+	unsigned hsh = (unsigned)g * 2654435761u ^ (unsigned)unit * 40503u;
+	for (size_t i = 0; i < sizeof(*l) / sizeof(int); i++) hsh = hsh * 31u + (unsigned)((const int *)l)[i];
+	struct memo *e = &memo[hsh % 64];
+	if (e->units > 0 && e->g == (int)g && e->unit == unit && !memcmp(&e->l, l, sizeof(*l))) return e->units;
 	int units = composite_runs(l, g, n, unit);
-	if (units >= 0) return units;
-	/* otherwise count the distinct unit ids of the members, marked in a bitmap over their range
-	 * (the tuner asks ~1e6 times; a sort would dominate its time) */
+	if (units < 0) units = count_units(l, g, n, unit);
+	e->l = *l;
+	e->g = (int)g;
+	e->unit = unit;
+	e->units = units;
+	return units;
+}
+
+/* the distinct unit ids of the group's members, marked in a bitmap over their range (the tuner
+ * asks ~1e6 times; a sort would dominate its time) */
+static int count_units(const struct layout *l, enum group_kind g, int n, int unit)
+{
+	int units;
 	int r[4096];
 	composite_members(l, g, n, r);
 	int lo = r[0] / unit, hi = lo;
