@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "reports/estimate_report.h"
+#include "reports/validate_report.h"
 #include "sim/estimate.h"
 #include "sim/util.h"
 #include "sim/validate.h"

@@ -1,11 +1,8 @@
-/* estimate_report — human table and JSON of an estimate (`scaleplan sim`). GB = 1e9 bytes,
- * GiB = 2^30 bytes; the table says which. */
+/* estimate_report — the table, the fixes and the JSON of an estimate (reports/estimate_report.h). */
 #include <stdio.h>
 #include <string.h>
-#include "sim/estimate.h"
-#include "sim/plan.h"
+#include "reports/estimate_report.h"
 #include "sim/util.h"
-
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 {
