@@ -166,8 +166,11 @@ int cmd_sim(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	if (a.event) return run_event(&m, &h, &p, &e, &a);
-	if (a.json) estimate_write_json(&e, &p, stdout);
-	else estimate_print(&e, &p, stdout);
+	if (a.json && estimate_write_json(&e, &p, stdout)) {
+		cli_error("sim", "out of memory");
+		return EXIT_RUNTIME;
+	}
+	if (!a.json) estimate_print(&e, &p, stdout);
 	if (!e.fits && !a.json) {
 		struct plan_fix fx[FIX_MAX];
 		estimate_print_fixes(fx, estimate_fixes(&m, &h, &p, fx, FIX_MAX), stdout);

@@ -12,6 +12,7 @@
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f);
 /* the changes of estimate_fixes, or the line saying that none lowers the peak */
 void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f);
-void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f);
+/* one line of JSON; 0, or -1 when out of memory (nothing written) */
+int estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f);
 
 #endif

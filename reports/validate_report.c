@@ -2,6 +2,7 @@
  * measured, the scores (sim/validate.h's val_summary), the --by table, and the JSON document. */
 #include <stdio.h>
 #include <string.h>
+#include "reports/json_out.h"
 #include "reports/validate_report.h"
 
 void validate_print(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f)
@@ -52,68 +53,83 @@ void validate_print_by(const char *column, const struct val_group *g, int n, FIL
 	}
 }
 
-static void json_str(FILE *f, const char *s)
+static void summary_json(cJSON *o, const struct val_summary *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 32) fprintf(f, "\\u%04x", *s);
-		else fputc(*s, f);
-	}
-	fputc('"', f);
+	cJSON_AddNumberToObject(o, "excluded", s->excluded);
+	cJSON_AddNumberToObject(o, "rows", s->rows);
+	cJSON_AddNumberToObject(o, "simulated", s->simulated);
+	cJSON_AddNumberToObject(o, "not_simulated", s->not_simulated);
+	cJSON_AddNumberToObject(o, "throughput_rows", s->tps_rows);
+	json_add_sig(o, "throughput_mape", s->throughput_mape, 6);
+	json_add_sig(o, "throughput_median_ape", s->throughput_median_ape, 6);
+	cJSON_AddNumberToObject(o, "memory_rows", s->mem_rows);
+	json_add_sig(o, "memory_mape", s->memory_mape, 6);
+	cJSON_AddNumberToObject(o, "fit_rows", s->fit_rows);
+	json_add_sig(o, "fit_accuracy", s->fit_accuracy, 6);
+	cJSON_AddNumberToObject(o, "groups", s->groups);
+	json_add_sig(o, "rank_spearman", s->rank_spearman, 6);
+	json_add_sig(o, "top1_regret", s->top1_regret, 6);
+	json_add_sig(o, "top1_regret_median", s->top1_regret_median, 6);
 }
 
-void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s,
-			 const char *by_column, const struct val_group *groups, int ngroups, FILE *f)
+static void by_json(cJSON *o, const char *column, const struct val_group *groups, int n)
 {
-	fprintf(f, "{\"file\":");
-	json_str(f, path);
-	fprintf(f, ",\"excluded\":%d", s->excluded);
-	fprintf(f, ",\"rows\":%d,\"simulated\":%d,\"not_simulated\":%d,\"throughput_rows\":%d,\"throughput_mape\":%.6g,"
-		"\"throughput_median_ape\":%.6g,\"memory_rows\":%d,\"memory_mape\":%.6g,\"fit_rows\":%d,\"fit_accuracy\":%.6g,"
-		"\"groups\":%d,\"rank_spearman\":%.6g,\"top1_regret\":%.6g,\"top1_regret_median\":%.6g,",
-		s->rows, s->simulated, s->not_simulated, s->tps_rows, s->throughput_mape, s->throughput_median_ape,
-		s->mem_rows, s->memory_mape, s->fit_rows, s->fit_accuracy, s->groups, s->rank_spearman, s->top1_regret,
-		s->top1_regret_median);
-	if (by_column) {
-		fprintf(f, "\"by\":{\"column\":");
-		json_str(f, by_column);
-		fprintf(f, ",\"groups\":[");
-		for (int j = 0; j < ngroups; j++) {
-			const struct val_group *g = &groups[j];
-			fprintf(f, "%s{\"key\":", j ? "," : "");
-			json_str(f, g->key);
-			fprintf(f, ",\"rows\":%d,\"throughput_rows\":%d,\"mean_signed_err\":%.6g,\"throughput_mape\":%.6g,"
-				"\"memory_rows\":%d,\"memory_mape\":%.6g,\"fit_rows\":%d,\"fit_accuracy\":%.6g}",
-				g->rows, g->tps_rows, g->mean_signed_err, g->mape, g->mem_rows, g->memory_mape, g->fit_rows,
-				g->fit_accuracy);
-		}
-		fprintf(f, "]},");
+	cJSON *by = cJSON_AddObjectToObject(o, "by");
+	cJSON_AddStringToObject(by, "column", column);
+	cJSON *arr = cJSON_AddArrayToObject(by, "groups");
+	for (int j = 0; j < n; j++) {
+		const struct val_group *g = &groups[j];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddItemToArray(arr, x);
+		cJSON_AddStringToObject(x, "key", g->key);
+		cJSON_AddNumberToObject(x, "rows", g->rows);
+		cJSON_AddNumberToObject(x, "throughput_rows", g->tps_rows);
+		json_add_sig(x, "mean_signed_err", g->mean_signed_err, 6);
+		json_add_sig(x, "throughput_mape", g->mape, 6);
+		cJSON_AddNumberToObject(x, "memory_rows", g->mem_rows);
+		json_add_sig(x, "memory_mape", g->memory_mape, 6);
+		cJSON_AddNumberToObject(x, "fit_rows", g->fit_rows);
+		json_add_sig(x, "fit_accuracy", g->fit_accuracy, 6);
 	}
-	fprintf(f, "\"results\":[");
-	for (int i = 0; i < n; i++) {
-		const struct val_row *r = &rows[i];
-		fprintf(f, "%s{\"id\":", i ? "," : "");
-		json_str(f, r->id);
-		fprintf(f, ",\"status\":");
-		json_str(f, r->status);
-		if (r->framework[0]) { fprintf(f, ",\"framework\":"); json_str(f, r->framework); }
-		fprintf(f, ",\"simulated\":%s", r->simulated ? "true" : "false");
-		if (!r->simulated) {
-			fprintf(f, ",\"reason\":");
-			json_str(f, r->reason);
-		}
-		if (r->simulated || r->excluded) {
-			fprintf(f, ",\"pred_tokens_per_s_per_gpu\":%.6g,\"pred_step_time_s\":%.6g,\"pred_mfu\":%.6g,"
-				"\"pred_mem_gib\":%.6g,\"pred_peak_gib\":%.6g,\"pred_fits\":%s", r->pred_tps, r->pred_step_s,
-				r->pred_mfu, r->pred_mem_gib, r->pred_peak_gib, r->pred_fits ? "true" : "false");
-			fprintf(f, ",\"pred_mem_parts_gib\":{\"static\":%.4g,\"act\":%.4g,\"logits\":%.4g,\"buffers\":%.4g}",
-				r->pred_static_gib, r->pred_act_gib, r->pred_logits_gib, r->pred_buf_gib);
-		}
-		if (r->meas_tps > 0) fprintf(f, ",\"meas_tokens_per_s_per_gpu\":%.6g", r->meas_tps);
-		if (r->meas_mem_gib > 0) fprintf(f, ",\"meas_mem_gib\":%.6g", r->meas_mem_gib);
-		if (r->assumed[0]) { fprintf(f, ",\"assumed\":"); json_str(f, r->assumed); }
-		fputc('}', f);
+}
+
+static cJSON *row_json(const struct val_row *r)
+{
+	cJSON *x = cJSON_CreateObject();
+	cJSON_AddStringToObject(x, "id", r->id);
+	cJSON_AddStringToObject(x, "status", r->status);
+	if (r->framework[0]) cJSON_AddStringToObject(x, "framework", r->framework);
+	cJSON_AddBoolToObject(x, "simulated", r->simulated);
+	if (!r->simulated) cJSON_AddStringToObject(x, "reason", r->reason);
+	if (r->simulated || r->excluded) {
+		json_add_sig(x, "pred_tokens_per_s_per_gpu", r->pred_tps, 6);
+		json_add_sig(x, "pred_step_time_s", r->pred_step_s, 6);
+		json_add_sig(x, "pred_mfu", r->pred_mfu, 6);
+		json_add_sig(x, "pred_mem_gib", r->pred_mem_gib, 6);
+		json_add_sig(x, "pred_peak_gib", r->pred_peak_gib, 6);
+		cJSON_AddBoolToObject(x, "pred_fits", r->pred_fits);
+		cJSON *parts = cJSON_AddObjectToObject(x, "pred_mem_parts_gib");
+		json_add_sig(parts, "static", r->pred_static_gib, 4);
+		json_add_sig(parts, "act", r->pred_act_gib, 4);
+		json_add_sig(parts, "logits", r->pred_logits_gib, 4);
+		json_add_sig(parts, "buffers", r->pred_buf_gib, 4);
 	}
-	fprintf(f, "]}\n");
+	if (r->meas_tps > 0) json_add_sig(x, "meas_tokens_per_s_per_gpu", r->meas_tps, 6);
+	if (r->meas_mem_gib > 0) json_add_sig(x, "meas_mem_gib", r->meas_mem_gib, 6);
+	if (r->assumed[0]) cJSON_AddStringToObject(x, "assumed", r->assumed);
+	return x;
+}
+
+int validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s,
+			const char *by_column, const struct val_group *groups, int ngroups, FILE *f)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "file", path);
+	summary_json(o, s);
+	if (by_column) by_json(o, by_column, groups, ngroups);
+	cJSON *res = cJSON_AddArrayToObject(o, "results");
+	for (int i = 0; i < n; i++) cJSON_AddItemToArray(res, row_json(&rows[i]));
+	int rc = json_print(f, o, 0);
+	cJSON_Delete(o);
+	return rc;
 }

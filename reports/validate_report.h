@@ -9,8 +9,9 @@
 
 void validate_print(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f);
 void validate_print_by(const char *column, const struct val_group *g, int n, FILE *f);
-/* by_column/groups may be NULL/0 (no --by) */
-void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s,
-			 const char *by_column, const struct val_group *groups, int ngroups, FILE *f);
+/* one line of JSON; by_column/groups may be NULL/0 (no --by). 0, or -1 when out of memory
+ * (nothing written) */
+int validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s,
+			const char *by_column, const struct val_group *groups, int ngroups, FILE *f);
 
 #endif
