@@ -169,7 +169,7 @@ FZ := build-fuzz
 FUZZ_SAN := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(FUZZ_SAN) -I. -I$(FZ)/gen
 FUZZERS := plan model hw validate trace framework
-FUZZ_OBJ := $(patsubst %.c,$(FZ)/%.o,$(wildcard sim/*.c) reports/trace.c) $(FZ)/gen/embedded.o
+FUZZ_OBJ := $(patsubst %.c,$(FZ)/%.o,$(wildcard sim/*.c) reports/trace.c reports/json_out.c) $(FZ)/gen/embedded.o
 SECONDS ?= 60
 
 $(FZ)/%.o: %.c

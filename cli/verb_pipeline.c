@@ -1,11 +1,11 @@
 /* pipeline — `scaleplan pipeline`: simulate one pipeline schedule with given per-stage op
  * times and report span, bubbles (both conventions) and activations in flight per rank;
  * optionally draw the bubble diagram and write a Chrome trace. */
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "reports/pipeline_report.h"
 #include "reports/plot.h"
 #include "reports/trace.h"
 #include "sim/engine.h"
@@ -116,91 +116,6 @@ static int check_required(const struct pipe_args *a, char *err)
 	return 0;
 }
 
-/* activations held, in units of one micro-batch through a whole rank's share of the layers:
- * a chunk is 1/chunks of it, except DualPipe whose two chunks are whole stages */
-static double stage_equiv(const struct sched *s, int inflight)
-{
-	return s->ndirs > 1 ? inflight : (double)inflight / s->chunks;
-}
-
-/* first event's start to last event's end: where the bubble diagram begins and ends (sends
- * after the last op included), not the largest single rank's span */
-static double makespan(const struct engine_result *r)
-{
-	double t0 = 0, t1 = 0;
-	for (size_t i = 0; i < r->tl.n; i++) {
-		const struct tl_event *e = &r->tl.ev[i];
-		if (!i || e->start < t0) t0 = e->start;
-		if (!i || e->end > t1) t1 = e->end;
-	}
-	for (int i = 0; i < r->nranks; i++) {
-		if ((!r->tl.n && !i) || r->rank[i].start < t0) t0 = r->rank[i].start;
-		if (r->rank[i].end > t1) t1 = r->rank[i].end;
-	}
-	return t1 - t0;
-}
-
-static void print_table(const struct pipe_args *a, const struct sched *s, const struct engine_result *r)
-{
-	const char *u = a->unit;
-	printf("schedule %s  pp %d  microbatches %d", schedule_name(s->type), s->pp, s->m);
-	if (s->fam->flags & SCHED_F_VIRTUAL) printf("  vpp %d", s->chunks);
-	printf("  stages %d  ops %zu\n", s->nstages, s->nops);
-	printf("op times (%s): F %g  B %g  W %g  p2p %g\n", u, a->t_f, a->t_b, a->t_w, a->t_comm);
-	printf("span (first op to last event):     %.6g %s   (largest rank span %.6g)\n", makespan(r), u, r->cost);
-	printf("bubble fraction (bubble/ideal):    %.4f   [Megatron convention, worst rank]\n", r->bubble_fraction);
-	printf("bubble rate (bubble/span):         %.4f   [zero-bubble convention, worst rank]\n", r->bubble_rate);
-	printf("peak activations in flight:        %d chunk activations (%.2f micro-batch x rank-share)\n\n",
-	       r->max_inflight, stage_equiv(s, r->max_inflight));
-	printf("%5s %12s %12s %12s %9s %9s %9s\n", "rank", "span", "busy", "idle", "fraction", "rate", "inflight");
-	for (int i = 0; i < r->nranks; i++) {
-		const struct engine_rank *k = &r->rank[i];
-		printf("%5d %12.6g %12.6g %12.6g %9.4f %9.4f %9d\n", i, k->span, k->busy, k->span - k->busy,
-		       k->bubble_fraction, k->bubble_rate, k->peak_inflight);
-	}
-}
-
-static void add_array(cJSON *o, const char *key, const struct engine_result *r, int what)
-{
-	cJSON *arr = cJSON_AddArrayToObject(o, key);
-	for (int i = 0; i < r->nranks; i++) {
-		const struct engine_rank *k = &r->rank[i];
-		double v = what == 0 ? k->span : what == 1 ? k->busy : what == 2 ? k->bubble_fraction
-			 : what == 3 ? k->bubble_rate : k->peak_inflight;
-		cJSON_AddItemToArray(arr, cJSON_CreateNumber(v));
-	}
-}
-
-static int print_json(const struct pipe_args *a, const struct sched *s, const struct engine_result *r)
-{
-	cJSON *o = cJSON_CreateObject();
-	if (!o) return -1;
-	cJSON_AddStringToObject(o, "schedule", schedule_name(s->type));
-	cJSON_AddNumberToObject(o, "pp", s->pp);
-	cJSON_AddNumberToObject(o, "microbatches", s->m);
-	cJSON_AddNumberToObject(o, "vpp", s->fam->flags & SCHED_F_VIRTUAL ? s->chunks : 1);
-	cJSON_AddNumberToObject(o, "stages", s->nstages);
-	cJSON_AddNumberToObject(o, "ops", (double)s->nops);
-	cJSON_AddStringToObject(o, "unit", a->unit);
-	cJSON_AddNumberToObject(o, "span", makespan(r));
-	cJSON_AddNumberToObject(o, "largest_rank_span", r->cost);
-	cJSON_AddNumberToObject(o, "bubble_rate", r->bubble_rate);
-	cJSON_AddNumberToObject(o, "bubble_fraction", r->bubble_fraction);
-	cJSON_AddNumberToObject(o, "max_inflight", r->max_inflight);
-	cJSON_AddNumberToObject(o, "max_inflight_stage_equiv", stage_equiv(s, r->max_inflight));
-	add_array(o, "rank_span", r, 0);
-	add_array(o, "rank_busy", r, 1);
-	add_array(o, "rank_bubble_fraction", r, 2);
-	add_array(o, "rank_bubble_rate", r, 3);
-	add_array(o, "rank_peak_inflight", r, 4);
-	char *text = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	if (!text) return -1;
-	puts(text);
-	cJSON_free(text);
-	return 0;
-}
-
 /* Runs the engine with uniform per-stage times. */
 static int simulate(const struct pipe_args *a, const struct sched *s, struct engine_result *r, char *err)
 {
@@ -258,10 +173,11 @@ int cmd_pipeline(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	int rc = EXIT_OK;
+	struct pipeline_times t = {a.unit, a.t_f, a.t_b, a.t_w, a.t_comm};
 	if (a.json) {
-		if (print_json(&a, s, &r)) { cli_error("pipeline", "out of memory"); rc = EXIT_RUNTIME; }
+		if (pipeline_write_json(s, &r, &t, stdout)) { cli_error("pipeline", "out of memory"); rc = EXIT_RUNTIME; }
 	} else {
-		print_table(&a, s, &r);
+		pipeline_print(s, &r, &t, stdout);
 	}
 	if (!rc) rc = write_outputs(&a, s, &r);
 	engine_result_free(&r);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "reports/json_out.h"
 #include "reports/trace.h"
 #include "runtime/ckpt.h"
 #include "runtime/data.h"
@@ -234,15 +235,21 @@ static void print_step(const struct run_opts *o, const struct train_stats *st, c
 	double peak = 0;
 	for (int r = 0; r < world; r++) peak = mem[2 * r] > peak ? mem[2 * r] : peak;
 	if (o->json) {
-		printf("{\"step\": %d, \"loss\": %.17g, \"grad_norm\": %.9g, \"step_time_s\": %.6g, "
-		       "\"tokens_per_s\": %.6g, \"peak_mem_bytes\": %.0f, \"peak_mem_bytes_per_rank\": [",
-		       st->step, st->loss, st->grad_norm, st->step_time_s, st->tokens_per_s, peak);
-		for (int r = 0; r < world; r++) printf("%s%.0f", r ? ", " : "", mem[2 * r]);
-		printf("], \"peak_rss_bytes_per_rank\": [");
-		for (int r = 0; r < world; r++) printf("%s%.0f", r ? ", " : "", mem[2 * r + 1]);
-		printf("]");
-		if (run_id) printf(", \"run_id\": %ld", run_id);
-		printf("}\n");
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddNumberToObject(j, "step", st->step);
+		json_add_exact(j, "loss", st->loss);   /* every bit: resumes compare it bit for bit */
+		json_add_sig(j, "grad_norm", st->grad_norm, 9);
+		json_add_sig(j, "step_time_s", st->step_time_s, 6);
+		json_add_sig(j, "tokens_per_s", st->tokens_per_s, 6);
+		json_add_fixed(j, "peak_mem_bytes", peak, 0);
+		cJSON *a = cJSON_AddArrayToObject(j, "peak_mem_bytes_per_rank"), *b = cJSON_AddArrayToObject(j, "peak_rss_bytes_per_rank");
+		for (int r = 0; r < world; r++) {
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(json_fixed(mem[2 * r], 0)));
+			cJSON_AddItemToArray(b, cJSON_CreateNumber(json_fixed(mem[2 * r + 1], 0)));
+		}
+		if (run_id) cJSON_AddNumberToObject(j, "run_id", (double)run_id);
+		json_print(stdout, j, 0);
+		cJSON_Delete(j);
 	} else {
 		printf("step %4d  loss %.6f  grad norm %.4f  %.4f s  %.0f tokens/s  peak mem GiB/rank:",
 		       st->step, st->loss, st->grad_norm, st->step_time_s, st->tokens_per_s);
@@ -250,6 +257,22 @@ static void print_step(const struct run_opts *o, const struct train_stats *st, c
 		printf("\n");
 	}
 	fflush(stdout);
+}
+
+/* the --json run's last line */
+static void print_summary(int steps, double mean_s, double tps, const double *peak_rank, int world,
+			  double last_loss, const char *plan_json)
+{
+	cJSON *doc = cJSON_CreateObject(), *sm = cJSON_AddObjectToObject(doc, "summary");
+	cJSON_AddNumberToObject(sm, "steps", steps);
+	json_add_sig(sm, "mean_step_time_s", mean_s, 6);
+	json_add_sig(sm, "tokens_per_s", tps, 6);
+	cJSON *a = cJSON_AddArrayToObject(sm, "peak_mem_bytes_per_rank");
+	for (int r = 0; r < world; r++) cJSON_AddItemToArray(a, cJSON_CreateNumber(json_fixed(peak_rank[r], 0)));
+	json_add_exact(sm, "final_loss", last_loss);
+	cJSON_AddItemToObject(sm, "plan", cJSON_Parse(plan_json));
+	json_print(stdout, doc, 0);
+	cJSON_Delete(doc);
 }
 
 #define EVF 9  /* doubles per gathered event */
@@ -416,10 +439,7 @@ static int train_loop(struct job *j, char *err)
 		printf("run: mean step time over steps %d..%ld: %.4f s, %.0f tokens/s\n", timed ? first + 1 : first,
 		       j->o.steps, mean_s, tps);
 	if (!rc && j->x->rank == 0 && j->o.json && steps > 0) {
-		printf("{\"summary\": {\"steps\": %d, \"mean_step_time_s\": %.6g, \"tokens_per_s\": %.6g, "
-		       "\"peak_mem_bytes_per_rank\": [", steps, mean_s, tps);
-		for (int r = 0; r < world; r++) printf("%s%.0f", r ? ", " : "", peak_rank[r]);
-		printf("], \"final_loss\": %.17g, \"plan\": %s}}\n", last_loss, j->plan_json);
+		print_summary(steps, mean_s, tps, peak_rank, world, last_loss, j->plan_json);
 		fflush(stdout);
 	}
 	free(peak_rank);

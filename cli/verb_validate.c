@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "reports/estimate_report.h"
+#include "reports/validate_report.h"
 #include "sim/estimate.h"
 #include "sim/util.h"
 #include "sim/validate.h"
@@ -80,12 +82,16 @@ int cmd_validate(int argc, char **argv)
 	struct val_group *g = NULL;
 	int ng = 0;
 	if (o.by && (ng = validate_by(rows, n, &g)) < 0) { free(rows); cli_error("validate", "out of memory"); return EXIT_RUNTIME; }
-	if (json) validate_write_json(path, rows, n, &s, o.by, g, ng, stdout);
-	else {
+	int rc = EXIT_OK;
+	if (json && validate_write_json(path, rows, n, &s, o.by, g, ng, stdout)) {
+		cli_error("validate", "out of memory");
+		rc = EXIT_RUNTIME;
+	}
+	if (!json) {
 		validate_print(path, rows, n, &s, stdout);
 		if (o.by) validate_print_by(o.by, g, ng, stdout);
 	}
 	free(g);
 	free(rows);
-	return EXIT_OK;
+	return rc;
 }

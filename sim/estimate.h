@@ -73,8 +73,6 @@ int estimate_prepared(const struct model *m, const struct hw *h, struct plan *p,
 /* The caching allocator's reserved/live ratio on dynamic memory for the plan's allocator mode. */
 double estimate_frag_factor(const struct hw *h, const struct plan *p);
 
-void estimate_print(const struct estimate *e, const struct plan *p, FILE *f);
-
 /* A change to a plan that does not fit, and what it costs. */
 #define FIX_MAX 16
 struct plan_fix {
@@ -87,10 +85,7 @@ struct plan_fix {
  * micro-batch, tp, pp or cp doubled at half the dp), then more GPUs (dp doubled at ZeRO-3 and
  * full recompute until it fits) or half the sequence at the same tokens per batch. Each is valid for the plan and lowers its
  * peak; the ones that fit come first, fastest first, then the rest, lowest peak first. Returns
- * how many, at most max. Used by `sim` and `tune` alike. */
+ * how many, at most max. Used by `sim` and `tune` alike (printed by reports/estimate_report.h). */
 int estimate_fixes(const struct model *m, const struct hw *h, const struct plan *p, struct plan_fix *out, int max);
-/* Prints them (estimate_report.c). */
-void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f);
-void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f);
 
 #endif

@@ -87,11 +87,6 @@ void validate_summarize(const struct val_row *rows, int n, struct val_summary *s
 /* Groups rows by val_row.by (first-seen order); *groups is malloc'd. Returns the count, -1 on
  * allocation failure. */
 int validate_by(const struct val_row *rows, int n, struct val_group **groups);
-void validate_print_by(const char *column, const struct val_group *g, int n, FILE *f);
-void validate_print(const char *path, const struct val_row *rows, int n, const struct val_summary *s, FILE *f);
-/* by_column/groups may be NULL/0 (no --by) */
-void validate_write_json(const char *path, const struct val_row *rows, int n, const struct val_summary *s,
-			 const char *by_column, const struct val_group *groups, int ngroups, FILE *f);
 
 /* Spearman rank correlation of x and y (average ranks for ties); 0 if undefined. */
 double spearman(const double *x, const double *y, int n);

@@ -1,14 +1,16 @@
 /* export_deepspeed — a plan as a DeepSpeed config (hjson: "//" comment lines, which DeepSpeed's
- * loader accepts). Keys: docs/_pages/config-json.md (tests/frameworks/deepspeed.txt). */
+ * loader accepts, then the JSON object as cJSON indents it). Keys: docs/_pages/config-json.md (tests/frameworks/deepspeed.txt). */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
+#include "reports/json_out.h"
+#include "sim/util.h"
 #include "tuner/export_impl.h"
 
 static int write_deepspeed(struct out *o, const struct plan *p, const struct model *m, char *err)
 {
 	FILE *f = o->f;
 	(void)m;
-	(void)err;
 	export_comment(o, "DeepSpeed config (keys: docs/_pages/config-json.md); comment lines are hjson, which");
 	export_comment(o, "DeepSpeed's config loader accepts; strip them for strict JSON tools");
 	if (p->pp > 1) {
@@ -30,28 +32,39 @@ static int write_deepspeed(struct out *o, const struct plan *p, const struct mod
 	if (p->pp > 1 && p->overlap_p2p) export_noeq(o, "overlapped pipeline sends; DeepSpeed's pipeline engine sends blocking");
 	if (export_gather_applies(p) && p->overlap_param_gather && p->zero <= 2)
 		export_noeq(o, "parameter-gather overlap with ZeRO-%d; DeepSpeed gathers after the optimizer step", p->zero);
-	fprintf(f, "{\n");
-	fprintf(f, "  \"train_batch_size\": %d,\n", p->gbs);
-	fprintf(f, "  \"train_micro_batch_size_per_gpu\": %d,\n", p->mbs);
-	fprintf(f, "  \"gradient_accumulation_steps\": %d,\n", plan_microbatches(p));
-	if (p->precision == PREC_FP16) /* loss_scale 0: dynamic */
-		fprintf(f, "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0},\n");
-	else if (p->precision != PREC_FP32)
-		fprintf(f, "  \"bf16\": {\"enabled\": true},\n");
+	cJSON *d = cJSON_CreateObject();
+	cJSON_AddNumberToObject(d, "train_batch_size", p->gbs);
+	cJSON_AddNumberToObject(d, "train_micro_batch_size_per_gpu", p->mbs);
+	cJSON_AddNumberToObject(d, "gradient_accumulation_steps", plan_microbatches(p));
+	if (p->precision == PREC_FP16) { /* loss_scale 0: dynamic */
+		cJSON *x = cJSON_AddObjectToObject(d, "fp16");
+		cJSON_AddTrueToObject(x, "enabled");
+		cJSON_AddNumberToObject(x, "loss_scale", 0);
+	} else if (p->precision != PREC_FP32) {
+		cJSON_AddTrueToObject(cJSON_AddObjectToObject(d, "bf16"), "enabled");
+	}
 	/* overlap_comm overlaps the gradient reduction with the backward; ZeRO-3 prefetches the
 	 * next parameters unless its prefetch bucket is 0 (config-json.md) */
-	fprintf(f, "  \"zero_optimization\": {\n    \"stage\": %d,\n    \"overlap_comm\": %s,\n"
-		"    \"contiguous_gradients\": true,\n    \"reduce_scatter\": true",
-		p->zero, p->overlap_grad_reduce && export_grad_applies(p) ? "true" : "false");
-	if (p->zero == 3 && !p->overlap_param_gather) fprintf(f, ",\n    \"stage3_prefetch_bucket_size\": 0");
-	fprintf(f, "\n  }");
-	if (p->recompute == RC_FULL)
-		fprintf(f, ",\n  \"activation_checkpointing\": {\"partition_activations\": %s, \"contiguous_memory_optimization\": false, \"cpu_checkpointing\": false}",
-			p->tp > 1 ? "true" : "false");
-	if (p->tp > 1)
-		fprintf(f, ",\n  \"tensor_parallel\": {\"autotp_size\": %d, \"tp_overlap_comm\": %s}", p->tp,
-			p->overlap_tp_comm || p->overlap_tp_bwd ? "true" : "false");
-	fprintf(f, "\n}\n");
+	cJSON *z = cJSON_AddObjectToObject(d, "zero_optimization");
+	cJSON_AddNumberToObject(z, "stage", p->zero);
+	cJSON_AddBoolToObject(z, "overlap_comm", p->overlap_grad_reduce && export_grad_applies(p));
+	cJSON_AddTrueToObject(z, "contiguous_gradients");
+	cJSON_AddTrueToObject(z, "reduce_scatter");
+	if (p->zero == 3 && !p->overlap_param_gather) cJSON_AddNumberToObject(z, "stage3_prefetch_bucket_size", 0);
+	if (p->recompute == RC_FULL) {
+		cJSON *x = cJSON_AddObjectToObject(d, "activation_checkpointing");
+		cJSON_AddBoolToObject(x, "partition_activations", p->tp > 1);
+		cJSON_AddFalseToObject(x, "contiguous_memory_optimization");
+		cJSON_AddFalseToObject(x, "cpu_checkpointing");
+	}
+	if (p->tp > 1) {
+		cJSON *x = cJSON_AddObjectToObject(d, "tensor_parallel");
+		cJSON_AddNumberToObject(x, "autotp_size", p->tp);
+		cJSON_AddBoolToObject(x, "tp_overlap_comm", p->overlap_tp_comm || p->overlap_tp_bwd);
+	}
+	int rc = json_print(f, d, 1);
+	cJSON_Delete(d);
+	if (rc) return errf(err, "export: out of memory");
 	return 0;
 }
 

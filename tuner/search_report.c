@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 #include "tuner/search.h"
 #include "tuner/search_impl.h"
+#include "reports/estimate_report.h"
 #include "sim/hw.h"
 #include "sim/model.h"
 #include "sim/util.h"

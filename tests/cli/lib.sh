@@ -77,8 +77,18 @@ no_leaks() {
 		bad "$1 leaks: $(grep -E -m 3 '(runtime|cli|sim|tuner|kernels)/[a-z_0-9]+\.c' "$TMP/err")"
 	else ok; fi
 }
-# losses FILE: the loss of every --json line, one per line, as printed (17 digits)
-losses() { grep '^{"step"' "$1" | sed -E 's/.*"loss": ([^,]+),.*/\1/'; }
+# json_lines FILE: every line of FILE that is a JSON object, re-printed by Python ("key": value,
+# keys in their order, a float as the shortest text that reads back as it), so that a pattern
+# does not depend on the writer's spacing or number format
+json_lines() { python3 -c 'import json, sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): print(json.dumps(json.loads(l)))' "$1"; }
+# json_events TRACE: every event of a Chrome trace file, one per line, re-printed the same way
+json_events() { python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for e in (d["traceEvents"] if isinstance(d, dict) else d): print(json.dumps(e))' "$1"; }
+# losses FILE: the loss of every --json step line, one per line, every bit (equal text = equal double)
+losses() { json_lines "$1" | grep '^{"step"' | sed -E 's/.*"loss": ([^,]+),.*/\1/'; }
 # close_losses A B N: the first N losses agree within 1e-5 relative
 close_losses() {
 	paste <(losses "$1" | head -n "$3") <(losses "$2" | head -n "$3") |

@@ -17,7 +17,7 @@ expect_rc 0 $MPI -np 1 "$SP" run $TINY --steps 3 --json --dump-weights "$TMP/w1"
 cp "$TMP/out" "$TMP/l1"
 [ "$(grep -c '"step"' "$TMP/l1")" -eq 3 ] && ok || bad "np 1: 3 json lines expected: $(head -c 300 "$TMP/l1")"
 for key in step loss step_time_s tokens_per_s peak_mem_bytes; do
-	grep -q "\"$key\": [0-9]" "$TMP/l1" && ok || bad "--json lacks $key"
+	json_lines "$TMP/l1" | grep "\"$key\": [0-9]" >/dev/null && ok || bad "--json lacks $key"
 done
 for z in 0 1 2 3; do
 	expect_rc 0 $MPI -np 2 "$SP" run $TINY --gpus 2 --zero $z --steps 3 --json --dump-weights "$TMP/w2.$z"
@@ -40,8 +40,9 @@ cmp -s <(losses "$TMP/out") <(losses "$TMP/l2.3") && ok || bad "same seed, diffe
 # ZeRO-3's trace: per micro-batch 6 unit gathers in forward (embedding, 4 layers, head) and 5 in
 # backward (the head stays gathered from forward), 2 micro-batches, 3 steps, 2 ranks; one
 # reduce-scatter wait per step and rank
-[ "$(grep -c '"name": "allgather"' "$TMP/t3.json")" -eq 132 ] && ok || bad "zero 3 trace: $(grep -c '"name": "allgather"' "$TMP/t3.json") allgather events, want 132"
-[ "$(grep -c '"name": "reduce_scatter"' "$TMP/t3.json")" -eq 6 ] && ok || bad "zero 3 trace: reduce_scatter events"
+json_events "$TMP/t3.json" >"$TMP/t3.ev"
+[ "$(grep -c '"name": "allgather"' "$TMP/t3.ev")" -eq 132 ] && ok || bad "zero 3 trace: $(grep -c '"name": "allgather"' "$TMP/t3.ev") allgather events, want 132"
+[ "$(grep -c '"name": "reduce_scatter"' "$TMP/t3.ev")" -eq 6 ] && ok || bad "zero 3 trace: reduce_scatter events"
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --seed 99
 cmp -s <(losses "$TMP/out") <(losses "$TMP/l2.3") && bad "another seed, same losses" || ok
 
@@ -58,7 +59,7 @@ CK=$(newest "$TMP/ck")
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 2 --steps 4 --json --resume "$TMP/ck"
 [ "$(losses "$TMP/out" | tr '\n' ' ')" = "$(losses "$TMP/full" | tail -n 2 | tr '\n' ' ')" ] && ok ||
 	bad "resumed losses $(losses "$TMP/out" | tr '\n' ' ') are not steps 3-4 of $(losses "$TMP/full" | tr '\n' ' ')"
-grep -q '"step": 3' "$TMP/out" && ok || bad "the resumed run does not continue at step 3"
+json_lines "$TMP/out" | grep '"step": 3' >/dev/null && ok || bad "the resumed run does not continue at step 3"
 # ZeRO-3 keeps shards: resume there too
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 1 --save "$TMP/ck3"
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 3 --steps 3 --json --resume "$TMP/ck3"
@@ -90,12 +91,13 @@ expect_msg 'no committed checkpoint in .*empty'
 
 # --- trace and database ----------------------------------------------------------------------------
 expect_rc 0 $MPI -np 2 "$SP" run $TINY --zero 1 --steps 2 --trace "$TMP/t.json" --db "$TMP/r.db"
+json_events "$TMP/t.json" >"$TMP/t.ev"
 for pat in '"ph": "X", "name": "F", "cat": "compute", "pid": 1, "tid": 0' '"name": "BW"' '"name": "optimizer"' \
 	   '"name": "reduce_scatter", "cat": "comm", "pid": 0, "tid": 1' '"name": "allgather", "cat": "comm", "pid": 1, "tid": 1' \
 	   '"name": "thread_name", "pid": 1, "tid": 1, "args": \{"name": "comm"\}' '"args": \{"mb": 1, "chunk": 0, "stage": 0, "layers": 4, "first_layer": 0\}' '"name": "optimizer".*"args": \{"stage": 0\}'; do
-	grep -Eq "$pat" "$TMP/t.json" && ok || bad "trace lacks $pat"
+	grep -Eq "$pat" "$TMP/t.ev" && ok || bad "trace lacks $pat"
 done
-[ "$(grep -c '"name": "F"' "$TMP/t.json")" -eq 8 ] && ok || bad "trace: 2 ranks x 2 steps x 2 micro-batches = 8 F events expected"
+[ "$(grep -c '"name": "F"' "$TMP/t.ev")" -eq 8 ] && ok || bad "trace: 2 ranks x 2 steps x 2 micro-batches = 8 F events expected"
 no_leaks "trace and db"
 out=$("$B/tests/mpi/read_runs" "$TMP/r.db")
 [ "${out% mean_step_s*}" = "runs 1 finished 1 aborted 0 measurements 2 steps 2" ] && ok || bad "db rows: $out"

@@ -82,10 +82,11 @@ close_weights "$TMP/w.short" "$TMP/ref.tiny" && bad "tp 2: weights after 2 steps
 # --- the pipeline trace is what sim's event engine reads --------------------------------------
 expect_rc 0 $MPI -np 2 "$SP" run --model tiny $BATCH --pp 2 --schedule zb-h1 --steps 2 --trace "$TMP/t.json"
 # zb-h1 over 4 micro-batches: F, B and W of each on both ranks, 2 steps
+json_events "$TMP/t.json" >"$TMP/t.ev"
 for k in F B W; do
-	[ "$(grep -c "\"name\": \"$k\", \"cat\": \"compute\"" "$TMP/t.json")" -eq 16 ] && ok || bad "trace: 16 $k events expected"
+	[ "$(grep -c "\"name\": \"$k\", \"cat\": \"compute\"" "$TMP/t.ev")" -eq 16 ] && ok || bad "trace: 16 $k events expected"
 done
-grep -Eq '"name": "W".*"pid": 1.*"args": \{"mb": 3, "chunk": 0, "stage": 1, "layers": 2, "first_layer": 2\}' "$TMP/t.json" &&
+grep -Eq '"name": "W".*"pid": 1.*"args": \{"mb": 3, "chunk": 0, "stage": 1, "layers": 2, "first_layer": 2\}' "$TMP/t.ev" &&
 	ok || bad "trace: no W of micro-batch 3 on stage 1 (layers 2-3)"
 expect_rc 0 "$SP" sim --model tiny --gpu h100-sxm $BATCH --gpus 2 --pp 2 --schedule zb-h1 --engine event \
 	--op-times "$TMP/t.json" --json

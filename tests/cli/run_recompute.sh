@@ -12,7 +12,7 @@ run_setup
 BATCH="--seq 16 --gbs 8 --mbs 2 --steps 2 --json"
 
 loss_line() { losses "$1" | tr '\n' ' '; }
-mem() { tail -n 1 "$1" | sed -E 's/.*"peak_mem_bytes_per_rank": \[([^]]*)\].*/\1/' | tr -d ' '; }
+mem() { tail -n 1 "$1" >"$1.last" && json_lines "$1.last" | sed -E 's/.*"peak_mem_bytes_per_rank": \[([^]]*)\].*/\1/' | tr -d ' '; }
 
 sed 's/"num_hidden_layers": 4/"num_hidden_layers": 8/' profiles/models/tiny.json >"$TMP/tiny8.json"
 

@@ -1,11 +1,10 @@
-/* estimate_report — human table and JSON of an estimate (`scaleplan sim`). GB = 1e9 bytes,
- * GiB = 2^30 bytes; the table says which. */
+/* estimate_report — the table, the fixes and the JSON of an estimate (reports/estimate_report.h). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include "sim/estimate.h"
-#include "sim/plan.h"
+#include "reports/estimate_report.h"
+#include "reports/json_out.h"
 #include "sim/util.h"
-
 
 void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 {
@@ -88,30 +87,67 @@ void estimate_print_fixes(const struct plan_fix *fx, int n, FILE *f)
 	}
 }
 
-void estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f)
+/* figures keep the digits they were always printed with: times and rates 9 significant, ratios
+ * 6, bytes whole */
+static void kind_json(cJSON *arr, const struct rank_est *k)
 {
-	fprintf(f, "{\"plan\":");
-	plan_write_json(p, f);
-	fprintf(f, ",\"microbatches\":%d,\"step_time_s\":%.9g,\"tokens_per_s\":%.9g,\"tokens_per_s_per_gpu\":%.9g,"
-		"\"mfu\":%.6g,\"hfu\":%.6g,\"model_flops_per_step\":%.9g,\"peak_mem_bytes\":%.0f,\"reserved_peak_bytes\":%.0f,\"live_peak_bytes\":%.0f,\"capacity_bytes\":%.0f,"
-		"\"nonpool_bytes\":%.0f,\"nccl_comms\":%d,"
-		"\"fits\":%s,\"bubble_fraction\":%.6g,\"exposed_comm_s\":%.9g,\"rank_kinds\":[",
-		e->m, e->step_time_s, e->tokens_per_s, e->tokens_per_s_per_gpu, e->mfu, e->hfu, e->model_flops_per_step,
-		e->peak_mem_bytes, e->peak_mem_bytes, e->live_peak_bytes, e->capacity_bytes, e->nonpool_bytes, e->nccl_comms, e->fits ? "true" : "false",
-		e->bubble_fraction, e->exposed_comm_s);
-	for (int i = 0; i < e->nkinds; i++) {
-		const struct rank_est *k = &e->kind[i];
-		fprintf(f, "%s{\"label\":\"%s\",\"stage\":%d,\"ranks\":%d,\"layers\":%d,\"params\":%.0f,"
-			"\"memory\":{\"weights_bytes\":%.0f,\"grads_bytes\":%.0f,\"optim_bytes\":%.0f,\"act_bytes\":%.0f,"
-			"\"act_inflight\":%.4g,\"logits_bytes\":%.0f,\"buffers_bytes\":%.0f,\"overhead_bytes\":%.0f,\"peak_bytes\":%.0f},"
-			"\"time\":{\"compute_s\":%.9g,\"recompute_s\":%.9g,\"tp_comm_s\":%.9g,\"cp_comm_s\":%.9g,\"ep_comm_s\":%.9g,"
-			"\"pp_comm_s\":%.9g,\"dp_comm_s\":%.9g,\"dp_exposed_s\":%.9g,\"bubble_s\":%.9g,\"optimizer_s\":%.9g,"
-			"\"overhead_s\":%.9g,\"step_s\":%.9g,\"t_f\":%.9g,\"t_b\":%.9g,\"t_w\":%.9g,\"t_p2p\":%.9g}}",
-			i ? "," : "", k->label, k->stage, k->ranks, k->layers, k->params,
-			k->weights_bytes, k->grads_bytes, k->optim_bytes, k->act_bytes, k->act_inflight, k->logits_bytes,
-			k->buffers_bytes, k->overhead_bytes, k->peak_bytes,
-			k->compute_s, k->recompute_s, k->tp_comm_s, k->cp_comm_s, k->ep_comm_s, k->pp_comm_s, k->dp_comm_s,
-			k->dp_exposed_s, k->bubble_s, k->optimizer_s, k->overhead_s, k->step_s, k->t_f, k->t_b, k->t_w, k->t_p2p);
+	static const struct { const char *key; size_t off; } mem[] = {
+		{"weights_bytes", offsetof(struct rank_est, weights_bytes)}, {"grads_bytes", offsetof(struct rank_est, grads_bytes)},
+		{"optim_bytes", offsetof(struct rank_est, optim_bytes)}, {"act_bytes", offsetof(struct rank_est, act_bytes)},
+		{"act_inflight", offsetof(struct rank_est, act_inflight)}, {"logits_bytes", offsetof(struct rank_est, logits_bytes)},
+		{"buffers_bytes", offsetof(struct rank_est, buffers_bytes)}, {"overhead_bytes", offsetof(struct rank_est, overhead_bytes)},
+		{"peak_bytes", offsetof(struct rank_est, peak_bytes)},
+	}, time[] = {
+		{"compute_s", offsetof(struct rank_est, compute_s)}, {"recompute_s", offsetof(struct rank_est, recompute_s)},
+		{"tp_comm_s", offsetof(struct rank_est, tp_comm_s)}, {"cp_comm_s", offsetof(struct rank_est, cp_comm_s)},
+		{"ep_comm_s", offsetof(struct rank_est, ep_comm_s)}, {"pp_comm_s", offsetof(struct rank_est, pp_comm_s)},
+		{"dp_comm_s", offsetof(struct rank_est, dp_comm_s)}, {"dp_exposed_s", offsetof(struct rank_est, dp_exposed_s)},
+		{"bubble_s", offsetof(struct rank_est, bubble_s)}, {"optimizer_s", offsetof(struct rank_est, optimizer_s)},
+		{"overhead_s", offsetof(struct rank_est, overhead_s)}, {"step_s", offsetof(struct rank_est, step_s)},
+		{"t_f", offsetof(struct rank_est, t_f)}, {"t_b", offsetof(struct rank_est, t_b)},
+		{"t_w", offsetof(struct rank_est, t_w)}, {"t_p2p", offsetof(struct rank_est, t_p2p)},
+	};
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddItemToArray(arr, o);
+	cJSON_AddStringToObject(o, "label", k->label);
+	cJSON_AddNumberToObject(o, "stage", k->stage);
+	cJSON_AddNumberToObject(o, "ranks", k->ranks);
+	cJSON_AddNumberToObject(o, "layers", k->layers);
+	json_add_fixed(o, "params", k->params, 0);
+	cJSON *m = cJSON_AddObjectToObject(o, "memory");
+	for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]); i++) {
+		double v = *(const double *)((const char *)k + mem[i].off);
+		if (!strcmp(mem[i].key, "act_inflight")) json_add_sig(m, mem[i].key, v, 4);
+		else json_add_fixed(m, mem[i].key, v, 0);
 	}
-	fprintf(f, "]}\n");
+	cJSON *t = cJSON_AddObjectToObject(o, "time");
+	for (size_t i = 0; i < sizeof(time) / sizeof(time[0]); i++)
+		json_add_sig(t, time[i].key, *(const double *)((const char *)k + time[i].off), 9);
+}
+
+int estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "plan", json_from_text(plan_to_json(p)));
+	cJSON_AddNumberToObject(o, "microbatches", e->m);
+	json_add_sig(o, "step_time_s", e->step_time_s, 9);
+	json_add_sig(o, "tokens_per_s", e->tokens_per_s, 9);
+	json_add_sig(o, "tokens_per_s_per_gpu", e->tokens_per_s_per_gpu, 9);
+	json_add_sig(o, "mfu", e->mfu, 6);
+	json_add_sig(o, "hfu", e->hfu, 6);
+	json_add_sig(o, "model_flops_per_step", e->model_flops_per_step, 9);
+	json_add_fixed(o, "peak_mem_bytes", e->peak_mem_bytes, 0);
+	json_add_fixed(o, "reserved_peak_bytes", e->peak_mem_bytes, 0);
+	json_add_fixed(o, "live_peak_bytes", e->live_peak_bytes, 0);
+	json_add_fixed(o, "capacity_bytes", e->capacity_bytes, 0);
+	json_add_fixed(o, "nonpool_bytes", e->nonpool_bytes, 0);
+	cJSON_AddNumberToObject(o, "nccl_comms", e->nccl_comms);
+	cJSON_AddBoolToObject(o, "fits", e->fits);
+	json_add_sig(o, "bubble_fraction", e->bubble_fraction, 6);
+	json_add_sig(o, "exposed_comm_s", e->exposed_comm_s, 9);
+	cJSON *kinds = cJSON_AddArrayToObject(o, "rank_kinds");
+	for (int i = 0; i < e->nkinds; i++) kind_json(kinds, &e->kind[i]);
+	int rc = json_print(f, o, 0);
+	cJSON_Delete(o);
+	return rc;
 }
