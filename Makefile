@@ -172,6 +172,9 @@ FUZZERS := plan model hw validate trace framework
 FUZZ_OBJ := $(patsubst %.c,$(FZ)/%.o,$(wildcard sim/*.c) reports/trace.c reports/json_out.c) $(FZ)/gen/embedded.o
 SECONDS ?= 60
 
+# the fuzz objects are kept between runs (make would delete them as intermediates)
+.SECONDARY:
+
 $(FZ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC  $<"
@@ -198,9 +201,7 @@ deps:
 	$(Q)scripts/install-deps.sh
 
 check: deps
-	$(Q)$(MAKE) --no-print-directory test
-	$(Q)$(MAKE) --no-print-directory asan
-	$(Q)$(MAKE) --no-print-directory fuzz SECONDS=10
+	$(Q)scripts/check.sh
 
 clean:
 	rm -rf build build-asan $(FZ) scaleplan
