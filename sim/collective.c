@@ -58,7 +58,7 @@ double coll_time(const struct hw *h, enum coll c, double bytes, const struct spa
 	int n = g->n;
 	if (n <= 1 || bytes <= 0) return 0;
 	double t_meas; /* inside one NVLink domain a measured table of the op and group size wins */
-	if (g->units[0] <= 1 && hwt_coll_s(&h->tables, c, n, bytes, 1,
+	if (h->tables.present && g->units[0] <= 1 && hwt_coll_s(&h->tables, c, n, bytes, 1,
 					   1 / hwt_ratio(h->comm_eff * h->tier[0].busbw_bps, h->tables.ref_comm_eff * h->tables.ref_bw_bps), &t_meas))
 		return t_meas;
 	const struct coll_lib *L = &h->lib;
