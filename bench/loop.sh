@@ -43,7 +43,8 @@ run() {
 	if $MPI "$SP" run $COMMON $1 --gpu "$D/profile.json" --steps "$STEPS" --json --db "$2" ${3:+--trace "$3"} >"$out" 2>"$out.err"; then
 		python3 - "$out" <<'PY'
 import json, sys
-t = [json.loads(l)["step_time_s"] for l in open(sys.argv[1]) if l.startswith("{")][1:]
+# one object per step, then the summary object (no step_time_s of its own)
+t = [d["step_time_s"] for d in (json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")) if "step_time_s" in d][1:]
 t.sort()
 n = len(t)
 print(t[n // 2] if n % 2 else 0.5 * (t[n // 2 - 1] + t[n // 2]))

@@ -10,6 +10,9 @@
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "cli/tune_bench.h"
+#include "runtime/train.h"
+#include "sim/model.h"
+#include "sim/plan.h"
 #include "sim/util.h"
 #include "tuner/bench.h"
 #include "tuner/store.h"
@@ -44,6 +47,15 @@ static void on_tick(void *ctx, double s)
 	if (t->tty) fprintf(stderr, "\rbench %d/%d: finalist %ld (%s) running, %.0f s", t->i, t->n, t->fin, t->what, s);
 	else if ((int)s % 30 == 0) fprintf(stderr, "bench %d/%d: finalist %ld still running, %.0f s\n", t->i, t->n, t->fin, s);
 	fflush(stderr);
+}
+
+/* Whether `scaleplan run` can train this finalist's plan; why not in why. */
+static int runnable(const char *plan_json, char *why)
+{
+	struct plan p;
+	struct model m;
+	plan_defaults(&p);
+	return !plan_from_json(plan_json, &p, why) && !model_load(p.model, &m, why) && !train_supported(&p, &m, why);
 }
 
 /* one finalist: start, wait, read, record */
@@ -185,30 +197,40 @@ int tune_bench(const struct tune_bench_args *ba, const char *db, long tune_id, c
 		store_close(s);
 		return EXIT_RUNTIME;
 	}
-	int idx[256], n;
-	bench_select(f, nf, ba->top > 256 ? 256 : (int)ba->top, idx, &n);
+	/* the runtime's own rule first: a plan it cannot train is said once and not launched, so the
+	 * K benchmarks are K plans that run */
+	struct store_finalist *g = calloc((size_t)(nf ? nf : 1), sizeof(*g));
+	int ng = 0;
+	for (int i = 0; g && i < nf; i++) {
+		char why[ERR_LEN];
+		if (runnable(f[i].plan_json, why)) g[ng++] = f[i];
+		else fprintf(stderr, "bench: finalist %ld skipped: %s\n", f[i].id, why);
+	}
+	int idx[256], n = 0;
+	if (g) bench_select(g, ng, ba->top > 256 ? 256 : (int)ba->top, idx, &n);
 	struct store_bench *b = calloc((size_t)(n ? n : 1), sizeof(*b));
 	int print_only = ba->print_only || (srun && !on_path("srun"));
-	if (!b) rc = EXIT_RUNTIME;
+	if (!b || !g) rc = EXIT_RUNTIME;
 	if (print_only && !rc) {
 		printf("\n%s: the command lines of the %d benchmark runs (nothing run or recorded):\n",
 		       srun && !ba->print_only ? "srun is not on PATH" : "--bench-print", n);
 		for (int i = 0; i < n && !rc; i++) {
 			struct bench_cmd c;
-			if (bench_command(&bo, f[idx[i]].plan_json, f[idx[i]].id, &c, err)) { cli_error("tune", "%s", err); rc = EXIT_RUNTIME; break; }
+			if (bench_command(&bo, g[idx[i]].plan_json, g[idx[i]].id, &c, err)) { cli_error("tune", "%s", err); rc = EXIT_RUNTIME; break; }
 			printf("%s\n", c.line);
 			bench_cmd_free(&c);
 		}
 	}
 	int done = 0;
 	for (int i = 0; i < n && !rc && !print_only; i++, done++)
-		if (bench_one(ba, &bo, s, &f[idx[i]], i + 1, n, &b[i], err)) { cli_error("tune", "%s", err); rc = EXIT_RUNTIME; }
+		if (bench_one(ba, &bo, s, &g[idx[i]], i + 1, n, &b[i], err)) { cli_error("tune", "%s", err); rc = EXIT_RUNTIME; }
 	if (!print_only && !rc) {
 		if (json_out) cJSON_AddItemToObject(json_out, "benchmarks", bench_json(b, done));
 		else print_table(f, nf, b, done, stdout);
 	}
 	for (int i = 0; b && i < done; i++) { free(b[i].command); free(b[i].message); }
 	free(b);
+	free(g); /* shallow copies of f's entries */
 	store_free_finalists(f, nf);
 	store_close(s);
 	return rc;

@@ -72,6 +72,13 @@ expect_out '^srun -n 2 .* run --model tiny .* --finalist 1'
 py "import sqlite3; exit(sqlite3.connect('s.db').execute('select count(*) from benchmarks').fetchone()[0])" "srun printed but recorded runs"
 expect_rc 2 "$SP" $TUNE --no-db --bench-top 2
 expect_err_line 'cannot go with --no-db'
+# a finalist the runtime cannot train (ep with tp, or ep folded over tp) is named and skipped:
+# the K benchmarks are K plans `scaleplan run` accepts (the runtime's own rule, train_supported)
+expect_rc 0 env PATH=/usr/bin:/bin "$SP" tune --model tiny-moe --gpu h100-sxm --gpus 4 --seq 32 --gbs 8 --fix precision=fp32 \
+	--fix zero=1 --fix tp=2 --top 8 --db m.db --bench-top 2 --launcher srun
+grep -Eq 'finalist [0-9]+ skipped: not yet supported by the runtime' "$TMP/err" && ok || bad "no skipped finalist named: $(head -c 300 "$TMP/err")"
+[ "$(grep -c '^srun -n' "$TMP/out")" -eq 2 ] && ok || bad "two runnable plans expected: $(grep -c '^srun -n' "$TMP/out")"
+grep '^srun -n' "$TMP/out" | grep -Eq -- '--ep [2-9]' && bad "a plan with expert parallelism was launched" || ok
 
 # the store's benchmarks as validation data, and as calibration data
 expect_rc 0 "$SP" db --db a.db export --tsv
