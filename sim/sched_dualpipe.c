@@ -90,13 +90,20 @@ static void gen_dual(struct dual *d, int half, int hr, int nmb, int middle)
 	while (d->wq_head < d->wq_tail) dual_w(d);
 }
 
-static void gen_dualpipe(struct sched_emit *e, const struct sched *s, int r, int *wq)
+/* the generator's state for one rank's op list */
+static struct dual dual_init(struct sched_emit *e, const struct sched *s, int *wq)
 {
 	struct dual d;
 	memset(&d, 0, sizeof(d));
 	d.e = e;
 	d.wq = wq;
 	d.mbpd = s->mb_per_dir;
+	return d;
+}
+
+static void gen_dualpipe(struct sched_emit *e, const struct sched *s, int r, int *wq)
+{
+	struct dual d = dual_init(e, s, wq);
 	int half = s->pp / 2, hr = sched_imin(r, s->pp - 1 - r);
 	d.flip = r >= half;
 	d.bidir = 1;
@@ -105,11 +112,7 @@ static void gen_dualpipe(struct sched_emit *e, const struct sched *s, int r, int
 
 static void gen_dualpipev(struct sched_emit *e, const struct sched *s, int r, int *wq)
 {
-	struct dual d;
-	memset(&d, 0, sizeof(d));
-	d.e = e;
-	d.wq = wq;
-	d.mbpd = s->mb_per_dir;
+	struct dual d = dual_init(e, s, wq);
 	gen_dual(&d, s->pp, r, s->m, r == s->pp - 1);
 }
 
