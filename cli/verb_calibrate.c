@@ -350,6 +350,7 @@ int cmd_calibrate(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cal_usage(stdout); return EXIT_OK; }
 	if (parse_args(argc, argv, &a, err)) { cli_error("calibrate", "%s", err); return EXIT_BADINPUT; }
+	a.o.by_source = !a.db; /* measured-run files: leave one source out, as the text says */
 	struct hw h0, out;
 	if (hw_load(a.gpu, &h0, err)) { cli_error("calibrate", "%s", err); return EXIT_BADINPUT; }
 	struct points ps = {0};

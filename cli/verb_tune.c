@@ -50,18 +50,29 @@ static void tune_usage(FILE *f)
 		"  --bench-print    print the benchmark command lines and run nothing\n\n"
 		"Every figure is the analytical estimate, the same `scaleplan sim` prints for the plan. Plans\n"
 		"within the model's measured error of #1 are marked as ties; --bench-top measures them. On a\n"
-		"terminal, a search that takes over a second shows its progress on stderr (not with --json).\n\n"
+		"terminal, a search that takes over a second (SCALEPLAN_PROGRESS_DELAY seconds, if set) shows\n"
+		"its progress on stderr (not with --json).\n\n"
 		"Exit status: 0 a plan fits, 2 bad input (a pin that breaks a rule, or no valid plan), 3 no\n"
 		"plan fits (the closest plan and the changes that lower its peak are printed), 1 other errors.\n",
 		STORE_DEFAULT_PATH);
 }
 
 /* "tune: 1,234,567 plans, 850,000 plans/s, 3 s left" on stderr, redrawn in place, only once the
- * search has run for a second and at most ten times a second; cleared when done */
+ * search has run for a second and at most ten times a second; cleared when done. The delay is
+ * SCALEPLAN_PROGRESS_DELAY seconds when that is set to a number >= 0 (as git reads
+ * GIT_PROGRESS_DELAY), so a test can see the line on a search of any length. */
 struct progress {
-	double t0, last;
+	double t0, last, delay;
 	int shown;
 };
+
+static double progress_delay(void)
+{
+	const char *v = getenv("SCALEPLAN_PROGRESS_DELAY");
+	char *end;
+	double d = v && *v ? strtod(v, &end) : 1;
+	return v && *v && (*end || !(d >= 0 && d <= 3600)) ? 1 : d;
+}
 
 static void progress_line(void *ctx, long plans, double frac)
 {
@@ -71,7 +82,7 @@ static void progress_line(void *ctx, long plans, double frac)
 		if (pg->shown) fputs("\r\033[K", stderr);
 		return;
 	}
-	if (el < 1 || t - pg->last < 0.1) return;
+	if (el < pg->delay || t - pg->last < 0.1) return;
 	pg->last = t;
 	pg->shown = 1;
 	double left = frac > 0.01 ? el * (1 - frac) / frac : 0;
@@ -299,7 +310,7 @@ int cmd_tune(int argc, char **argv)
 	if (rc) return rc == -2 ? EXIT_OK : EXIT_BADINPUT;
 	if ((rc = build_request(&a, &rq, &m, &h))) return rc;
 	if (search_fix_check(&rq, err)) { cli_error("tune", "%s", err); return EXIT_BADINPUT; }
-	struct progress pg = {now_s(), 0, 0};
+	struct progress pg = {now_s(), 0, progress_delay(), 0};
 	if (isatty(2) && !a.json) { rq.progress = progress_line; rq.progress_ctx = &pg; }
 	if (search_run(&rq, &res, err)) { cli_error("tune", "%s", err); return EXIT_RUNTIME; }
 	if (!res.ntop && !res.have_closest) { /* no plan passes the plan rules: the request is at fault */

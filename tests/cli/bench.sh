@@ -99,6 +99,26 @@ for p in d['parameters']:
 expect_rc 0 "$SP" sim --model tiny --gpu cal.json --gpus 2 --dp 2 --mbs 4 --gbs 8 --seq 32 --precision fp32
 expect_rc 2 "$SP" calibrate runs.tsv
 expect_err_line 'gpu is required'
+# from measured-run files the cross-validation leaves one source out: the two runs twice, under
+# two sources, make two folds (leaving one run out would make four)
+python3 - runs.tsv two.tsv <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+head = [l for l in lines if l.startswith('#')]
+cols = [l for l in lines if not l.startswith('#')][0].split('\t')
+rows = [l.split('\t') for l in lines if not l.startswith('#')][1:]
+out = head + ['\t'.join(cols)]
+for k, src in enumerate(('first source', 'second source')):
+    for r in rows:
+        r = list(r)
+        r[cols.index('id')] = '%s-%d' % (r[cols.index('id')], k)
+        r[cols.index('source')] = src
+        out.append('\t'.join(r))
+open(sys.argv[2], 'w').write('\n'.join(out) + '\n')
+PY
+gpu=$(python3 -c 'import sys; l=[x for x in open(sys.argv[1]) if not x.startswith("#")]; c=l[0].rstrip("\n").split("\t"); print(l[1].rstrip("\n").split("\t")[c.index("gpu")])' runs.tsv)
+expect_rc 0 "$SP" calibrate two.tsv --gpu "$gpu"
+expect_out 'leave-one-source-out, 2 folds'
 
 # trace-driven prediction of another plan
 expect_rc 0 $MPI -np 2 "$SP" run --model tiny --pp 2 --mbs 2 --gbs 8 --seq 32 --steps 2 --trace pp2.json
