@@ -76,6 +76,7 @@ static cJSON *finalist_json(const struct store_finalist *f)
 	cJSON_AddNumberToObject(o, "bubble_fraction", f->bubble_fraction);
 	cJSON_AddNumberToObject(o, "exposed_comm_s", f->exposed_comm_s);
 	cJSON_AddBoolToObject(o, "refined", f->refined);
+	cJSON_AddStringToObject(o, "engine", f->refined ? "event" : "analytical");
 	return o;
 }
 

@@ -267,8 +267,8 @@ int cmd_profile(int argc, char **argv)
 	const struct profile_backend *b = profile_backend_find(a.backend);
 	if (!b) {
 		if (profile_backend_known(a.backend))
-			cli_error("profile", "--backend %s is not built into this binary (built: %s); build scaleplan with its toolkit to profile it",
-				  a.backend, profile_backend_names());
+			cli_error("profile", "--backend %s: this version has no %s profiling backend yet (it has: %s)",
+				  a.backend, a.backend, profile_backend_names());
 		else
 			cli_error("profile", "--backend: '%s' is not a backend (cpu, cuda)", a.backend);
 		return EXIT_BADINPUT;

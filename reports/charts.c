@@ -197,8 +197,11 @@ int plot_compare(const struct plot_cmp_plan *plans, int n, const char *const *pa
 		same_cap &= plans[i].capacity_bytes == plans[0].capacity_bytes;
 	}
 	if (close_checked(f, &g, err) || !(f = gp_file(&g, "plot.gp", err))) goto done;
-	/* each half of a 1600-px chart gives a label about 800/n px, some 7 px per character */
-	int width = 800 / n / 7 < 12 ? 12 : 800 / n / 7;
+	/* each half of a 1600-px chart keeps about 540 px for its bars once the y label and the
+	 * key outside it are drawn, so a label gets 540/n px, at some 8 px per character of the
+	 * 9-point font (five plans: 13 characters a line) */
+	int width = 540 / (8 * n);
+	if (width < 8) width = 8;
 	gp_terminal(f, svg, 1600, 640);
 	fputs("set termoption noenhanced\n", f);
 	int lines = write_cmp_xtics(f, plans, n, width);

@@ -128,6 +128,7 @@ static void kind_json(cJSON *arr, const struct rank_est *k)
 int estimate_write_json(const struct estimate *e, const struct plan *p, FILE *f)
 {
 	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "engine", "analytical");
 	cJSON_AddItemToObject(o, "plan", json_from_text(plan_to_json(p)));
 	cJSON_AddNumberToObject(o, "microbatches", e->m);
 	json_add_sig(o, "step_time_s", e->step_time_s, 9);

@@ -22,7 +22,7 @@ int chart_bubble(const struct plan *p, const struct event_sim *s, const char *pa
 {
 	char desc[128], title[1024];
 	plan_short(p, desc, sizeof(desc));
-	snprintf(title, sizeof(title), "%s on %d x %s: %s, m=%d\nstep %.3f s, bubble fraction %.3f (bubble/ideal), rate %.3f (bubble/span)",
+	snprintf(title, sizeof(title), "%s on %d x %s: %s, m=%d\nevent engine: step %.3f s, bubble fraction %.3f (bubble/ideal), rate %.3f (bubble/span)",
 		 p->model, p->gpus, p->gpu, desc, s->sched->m, s->step_s, s->bubble_fraction, s->bubble_rate);
 	struct plot_bubble_opts o = {.title = title, .time_unit = "s", .max_rows = max_rows};
 	return plot_bubble(&s->r.tl, path, &o, err);

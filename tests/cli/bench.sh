@@ -30,6 +30,7 @@ assert len(b) == 2, len(b)
 for f in b:
     assert f['bench_status'] == 'ok' and f['measured_step_time_s'] > 0 and f['measured_tokens_per_s_per_gpu'] > 0
     assert f['step_time_s'] > 0 and f['run_id'] > 0
+    assert f['engine'] == ('event' if f['refined'] else 'analytical'), f
     # tokens/s/GPU = gbs*seq / step / gpus
     assert abs(f['measured_tokens_per_s_per_gpu'] - 8 * 32 / f['measured_step_time_s'] / 2) < 1e-4 * f['measured_tokens_per_s_per_gpu']
 " "db show --json lacks two measured finalists"

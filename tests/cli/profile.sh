@@ -9,7 +9,7 @@ cd "$TMP"
 LIM="--max-dim 128 --max-seq 64 --max-bytes 64K --min-time 0.002"
 
 expect_rc 2 "$SP" profile --backend cuda -o never.json
-expect_err_line 'backend cuda is not built into this binary'
+expect_err_line 'backend cuda: this version has no cuda profiling backend yet'
 [ ! -e never.json ] && ok || bad "a refused profile wrote a file"
 expect_rc 2 "$SP" profile --backend tpu
 expect_err_line "'tpu' is not a backend"
