@@ -245,27 +245,34 @@ static void compute_cost(const struct ectx *c, const struct dims *d, struct comp
 }
 
 /* TP/SP: 2 all-reduces (or all-gather + reduce-scatter pairs) per block forward and 2
- * backward, each of the full activation b·s·h [MEG §3.2; KOR §4.2.2]; a recomputed forward
- * repeats the forward's 2 (added per block in estimate.c) */
+ * backward, each of the full activation b·s·h [MEG §3.2; KOR §4.2.2]; with SP the
+ * column-parallel layers (QKV, FC1) keep their input sharded and all-gather it again in
+ * backward, 2 more all-gathers [KOR §4.2.2; model.md §2.2; nanotron tp_recompute_allgather,
+ * frameworks.md §6], unless the framework keeps the gathered input (tp_regather 0); a
+ * recomputed forward repeats the forward's 2 (added per block in estimate.c) */
 static void tp_cost(const struct ectx *c, const struct dims *d, const struct compute *cm, struct layer_cost *lc)
 {
 	const struct plan *p = c->p;
 	if (p->tp <= 1) return;
 	double t = d->t, S = d->E * d->T * d->H, g = cm->g;
 	double ar = coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
+	double rg = p->sp && p->tp_regather ? 2 * coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g) : 0;
 	double cf = 2 * ar, cb = 2 * ar;
 	if (!p->overlap_tp_comm) {
 		lc->tp_f = cf;
-		lc->tp_b = cb;
+		lc->tp_b = cb + rg;
 		if (p->overlap_tp_bwd) {
 			/* Megatron's asynchronous TP backward: the input-gradient all-reduce (SP: its
 			 * reduce-scatter) of the column-parallel layers (QKV, FC1) runs under their
-			 * weight-gradient GEMMs [MCODE layers.py, frameworks.md §3.5]. Without SP that
+			 * weight-gradient GEMMs, and SP's re-gather of their input under their
+			 * input-gradient GEMMs [MCODE layers.py, frameworks.md §3.5]. Without SP that
 			 * is all the backward's TP traffic; with SP the gradient all-gathers of the
-			 * row-parallel layers, half of it, stay exposed. What overlaps costs 10 % of its
-			 * length, as elsewhere. */
+			 * row-parallel layers, half of the rest, stay exposed. What overlaps costs 10 %
+			 * of its length, as elsewhere; each of the two GEMMs lasts about as long as the
+			 * forward's column-parallel GEMMs. */
 			double over = p->sp ? cb / 2 : cb, win = cm->g_col;
-			lc->tp_b = cb - over + fmax(0, over - 0.9 * win) + 0.1 * fmin(over, win);
+			lc->tp_b = cb - over + fmax(0, over - 0.9 * win) + 0.1 * fmin(over, win)
+				   + fmax(0, rg - 0.9 * win) + 0.1 * fmin(rg, win);
 		}
 		return;
 	}
@@ -274,6 +281,7 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	 * hides behind the GEMM as far as the GEMM lasts (a forward collective pairs with the
 	 * forward GEMMs, a backward one with B and W), and what overlaps costs 10 % of its
 	 * length in SM and memory contention (as for ZeRO-3 in estimate.c) */
+	cb += rg;
 	double hf = fmin(cf * (1 - 1 / t), 0.9 * g), hb = fmin(cb * (1 - 1 / t), 0.9 * 2 * g);
 	lc->tp_f = cf - 0.9 * hf;
 	lc->tp_b = cb - 0.9 * hb;
@@ -349,6 +357,12 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 				   : p->recompute == RC_SELECTIVE ? 0 /* recomputed [KOR §5] */
 				   : 5 * d->scores); /* scores, softmax output, dropout mask [KOR eq. 2] */
 	double a_lin = E * T * (H / sp + qd / t + H / sp); /* inputs of QKV, O, FC1 */
+	if (sp > 1 && !p->tp_regather) {
+		/* the QKV and FC1 inputs are kept as gathered, whole sequence (torchtitan's
+		 * PrepareModuleInput to Replicate before its column-parallel linears) */
+		act += 2 * E * T * H * (1 - 1 / sp);
+		a_lin += 2 * E * T * H * (1 - 1 / sp);
+	}
 	if (width > 0) {
 		act += E * T * (mult * width / t);
 		a_lin += E * T * width / t;
@@ -397,8 +411,9 @@ static void host_bound(const struct ectx *c, struct layer_cost *lc)
 	const struct hw *h = c->h;
 	const struct plan *p = c->p;
 	double colls = p->tp > 1 ? (p->sp ? 4 : 2) : 0;
+	double colls_b = colls + (p->tp > 1 && p->sp && p->tp_regather ? 2 : 0); /* the re-gathers */
 	double hf = HOST_OPS_FWD * h->host_op_s + colls * h->host_coll_s;
-	double hb = 2 * HOST_OPS_FWD * h->host_op_s + colls * h->host_coll_s;
+	double hb = 2 * HOST_OPS_FWD * h->host_op_s + colls_b * h->host_coll_s;
 	if (hf > lc->f + lc->tp_f) lc->f = hf - lc->tp_f;
 	if (hb > lc->b + lc->w + lc->tp_b) lc->b = hb - lc->w - lc->tp_b;
 }

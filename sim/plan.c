@@ -57,6 +57,7 @@ static const struct plan_key plan_keys[] = {
 	{"overlap_tp_comm", K_BOOL, OFF(overlap_tp_comm), 0, 1, "overlap TP/SP collectives with GEMMs", NULL},
 	{"flash_attn", K_BOOL, OFF(flash_attn), 0, 1, "fused (flash) attention; 0: unfused, s x s scores in memory", NULL},
 	{"overlap_p2p", K_BOOL, OFF(overlap_p2p), 0, 1, "interleaved schedules: pipeline sends/receives overlapped with compute", NULL},
+	{"tp_regather", K_BOOL, OFF(tp_regather), 0, 1, "SP: column-parallel inputs kept sharded and all-gathered again in backward (Megatron, nanotron); 0: the gathered input is kept (torchtitan)", NULL},
 	{"overlap_tp_bwd", K_BOOL, OFF(overlap_tp_bwd), 0, 1, "TP backward collectives overlapped with the other backward GEMM (Megatron default)", NULL},
 	{"reduce_per_mb", K_BOOL, OFF(reduce_per_mb), 0, 1, "ZeRO-2: reduce-scatter every micro-batch (DeepSpeed, FSDP); 0: once per step", NULL},
 	{"allocator", K_ENUM, OFF(allocator), 0, ALLOC_COUNT, "native|expandable (PyTorch expandable_segments)", alloc_names},
@@ -99,6 +100,7 @@ void plan_defaults(struct plan *p)
 	p->precision = PREC_BF16;
 	p->overlap_grad_reduce = p->overlap_param_gather = 0; /* Megatron defaults: opt-in flags */
 	p->fp32_grads = 1;
+	p->tp_regather = 1; /* SP as Megatron defines it [KOR §4.2.2] */
 	p->flash_attn = 1;
 	p->reduce_per_mb = 1;
 }

@@ -65,6 +65,9 @@ struct plan {
 	int overlap_tp_comm;         /* TP/SP collectives overlapped with GEMMs */
 	int flash_attn;              /* fused (flash) attention; 0: score matrix materialised */
 	int overlap_p2p;             /* interleaved schedules: P2P overlapped with compute */
+	int tp_regather;             /* SP: the column-parallel layers keep their input sharded and
+	                              * all-gather it again in backward (Megatron, TE, nanotron);
+	                              * 0: the gathered input is saved (torchtitan's DTensor SP) */
 	int overlap_tp_bwd;          /* TP backward collectives overlapped with the other backward
 	                              * GEMM (Megatron's async dgrad/wgrad), without overlap_tp_comm */
 	int reduce_per_mb;           /* ZeRO-2: gradients reduce-scattered every micro-batch

@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
- * buckets (ddp_buckets) and bf16 model states (bf16_states). The frameworks that set them say
- * why in profiles/frameworks. */
+ * buckets (ddp_buckets), bf16 model states (bf16_states) and SP's backward re-gather
+ * (tp_regather). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -51,6 +51,31 @@ static void test_bf16_states(const struct model *m8, const struct hw *h)
 	CHECK_REL(tb / ta, 14.0 / 36.0, 1e-9, "optimizer traffic 14 B against 36 B per parameter");
 }
 
+/* With SP the QKV and FC1 linears keep their input sharded and all-gather it again in backward
+ * [KOR §4.2.2]: two all-gathers of the block's activation S = 2 B x tokens x hidden per layer,
+ * each moving S (n-1)/n over a fabric of bus bandwidth X (the nccl-tests convention) and,
+ * without overlap switches, exposed. A framework that keeps the gathered input instead
+ * (torchtitan) pays none of them and holds those two inputs whole: 2 x S (1 - 1/tp) more
+ * activation bytes per layer. 8B, tp 8 with SP on one node, one micro-batch of 4 x 8192 tokens
+ * (enough work per layer that the GPU, not the host launching kernels, sets the time). */
+static void test_tp_regather(const struct model *m8, const struct hw *h0)
+{
+	struct hw h = *h0;
+	const double X = 100e9;
+	ideal_fabric(&h, X, 1);
+	h.comm_eff = 1;
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(m8, &h, KV("gpus", "8", "tp", "8", "sp", "1", "seq", "8192", "mbs", "4", "gbs", "4", "tp_regather", "0"), &p, &e0)) return;
+	if (run(m8, &h, KV("gpus", "8", "tp", "8", "sp", "1", "seq", "8192", "mbs", "4", "gbs", "4", "tp_regather", "1"), &p, &e1)) return;
+	double S = 2.0 * 4 * 8192 * m8->hidden, L = m8->layers;
+	CHECK_REL(e1.kind[0].tp_comm_s - e0.kind[0].tp_comm_s, L * 2 * S * 7 / 8 / X, 1e-9,
+		  "SP re-gather: 2 all-gathers of b*s*h per layer in backward");
+	CHECK_REL(e0.kind[0].act_bytes - e1.kind[0].act_bytes, L * 2 * S * (1 - 1.0 / 8), 1e-9,
+		  "gathered inputs kept: 2 x b*s*h x (1 - 1/tp) per layer");
+	CHECK_REL(e1.kind[0].compute_s, e0.kind[0].compute_s, 1e-9, "the re-gather computes nothing");
+}
+
 int main(void)
 {
 	struct model m8;
@@ -63,5 +88,6 @@ int main(void)
 	test_grad_accum_pass(&m8, &h);
 	test_ddp_buckets(&m8, &h);
 	test_bf16_states(&m8, &h);
+	test_tp_regather(&m8, &h);
 	return test_summary("test_estimate_framework");
 }

@@ -140,6 +140,8 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 	if (p->ep > 1) flag(o, "--expert-model-parallel-size", p->ep);
 	if (p->ep > 1 || (p->etp > 0 && p->etp != p->tp)) flag(o, "--expert-tensor-parallel-size", p->etp > 0 ? p->etp : p->tp);
 	if (p->sp && p->tp > 1) flag0(o, "--sequence-parallel");
+	if (p->sp && p->tp > 1 && !p->tp_regather)
+		export_noeq(o, "SP keeping the gathered inputs of the column-parallel layers; Megatron-LM always gathers them again in backward");
 	switch (p->zero) {
 	case 1: flag0(o, "--use-distributed-optimizer"); break;
 	case 2: case 3:

@@ -27,6 +27,9 @@ static int write_nanotron(struct out *o, const struct plan *p, const struct mode
 	fprintf(f, "  tp_linear_async_communication: %s\n", p->overlap_tp_comm && p->sp && p->tp > 1 ? "true" : "false");
 	if (p->overlap_tp_comm && !p->sp && p->tp > 1)
 		export_noeq(o, "TP communication overlap without SP; tp_linear_async_communication needs tp_mode REDUCE_SCATTER");
+	/* SP: keep the column-parallel inputs sharded and gather them again in backward, or keep
+	 * them gathered (ParallelismArgs.tp_recompute_allgather) */
+	if (p->sp && p->tp > 1) fprintf(f, "  tp_recompute_allgather: %s\n", p->tp_regather ? "true" : "false");
 	/* nanotron's data parallelism is torch DDP, whose bucketed all-reduce always overlaps the
 	 * backward; its ZeRO-1 gathers the parameters after the optimizer step, not overlapped */
 	if (export_grad_applies(p) && !p->overlap_grad_reduce)

@@ -109,6 +109,8 @@ static void tt_overlap(struct out *o, const struct plan *p)
 		export_noeq(o, "parameter gathers not overlapped; torchtitan's FSDP2 always prefetches them");
 	if (p->pp > 1 && p->overlap_p2p)
 		export_noeq(o, "overlapped pipeline sends; torchtitan documents no overlap of its schedules' send/recv");
+	if (p->tp > 1 && p->sp && p->tp_regather)
+		export_noeq(o, "SP inputs gathered again in backward; torchtitan keeps the gathered inputs of its column-parallel linears (more activation memory, fewer all-gathers)");
 	if (p->tp > 1 && !p->overlap_tp_comm && p->overlap_tp_bwd)
 		export_noeq(o, "TP backward overlap alone; torchtitan's DTensor collectives run synchronously unless async TP");
 }
