@@ -105,11 +105,24 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 	}
 	double t = p->tp, T = c->T, H = m->hidden, E = c->act_bytes;
 	double V = ceil(m->vocab / (128.0 * t)) * 128.0 * t; /* padded vocabulary [MCODE] */
+	/* the block activation b·s·h, and the TP collectives around the embedding and the head:
+	 * the vocab-parallel embedding sums its partial lookups (an all-reduce; with SP a
+	 * reduce-scatter, whose backward all-gathers the gradient), the column-parallel head
+	 * gathers its SP-sharded input (backward: reduce-scatter, and the re-gather of its input)
+	 * or, without SP, all-reduces its input gradient [MCODE VocabParallelEmbedding,
+	 * ColumnParallelLinear; nanotron TensorParallelEmbedding, column_linear] */
+	double S = E * T * H;
+	int sp = p->sp && p->tp > 1;
 	if (w->has_embed) {
 		w->params += embedding_params(m) / t;
 		w->params_dense += embedding_params(m) / t;
 		w->F += elem_t(c, 2 * E * T * H);
 		w->B += elem_t(c, 4 * E * T * H);
+		if (p->tp > 1) {
+			double f = coll_time(c->h, sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE, S, &c->tp_g);
+			double b = sp ? coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g) : 0;
+			w->F += f; w->B += b; w->tp_s += f + b;
+		}
 	}
 	if (w->has_head) {
 		/* final norm + LM head GEMM + vocab-parallel cross-entropy over fp32 logits */
@@ -124,8 +137,15 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		w->flops_hw += 6 * T * H * V / t;
 		w->act_extra += 6.0 * T * V / t; /* bf16 logits + fp32 copy for the loss, one micro-batch */
 		if (p->tp > 1) {
-			double S = 4.0 * T;  /* max and sum all-reduces of vocab-parallel CE */
-			w->F += 2 * coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
+			/* vocab-parallel cross-entropy all-reduces the maximum logit, the target's
+			 * logit and the sum of exponentials, one fp32 each per token [MCODE
+			 * cross_entropy.py; nanotron _ShardedCrossEntropy] */
+			double ce_ar = 3 * coll_time(c->h, COLL_ALLREDUCE, 4.0 * T, &c->tp_g);
+			double f = sp ? coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g) : 0;
+			double b = sp ? coll_time(c->h, COLL_REDUCESCATTER, S, &c->tp_g)
+					+ (p->tp_regather ? coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g) : 0)
+				      : coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
+			w->F += ce_ar + f; w->B += b; w->tp_s += ce_ar + f + b;
 		}
 	}
 	/* a framework that accumulates outside the weight-gradient GEMM reads each parameter's

@@ -28,6 +28,10 @@ static inline void ideal_fabric(struct hw *h, double bw, int nolat)
 		}
 }
 
+/* all-reduce of `bytes` over n ranks on that fabric, without latency: 2(n-1)/n of the bytes
+ * cross each rank's link at X [NCCLT busbw] */
+static inline double ar_time_s(double bytes, int n, double X) { return bytes * 2.0 * (n - 1) / n / X; }
+
 /* Resolves, validates and estimates a plan given as key/value pairs (NULL-terminated). */
 static inline int run(const struct model *m, const struct hw *h, const char *const *kv, struct plan *p,
 	       struct estimate *e)

@@ -150,6 +150,63 @@ static double rank_balance(const struct plan *p, const double *pre, const double
 	return rank_loads(p, pre, stage, counts, n, load);
 }
 
+/* Every split of L layers into n non-empty stages, for problems with few of them: the exact
+ * optimum of the ranks' loads (the slowest rank, then the sum of squared loads), which the
+ * single-layer moves above can miss when a rank's stages are not adjacent (V-shaped
+ * schedules: a rank holds a prefix and a suffix, and what balances them is where the middle
+ * stages sit, not how long they are). */
+#define EXHAUSTIVE_MAX 200000.0
+
+static double compositions(int L, int n)
+{
+	double c = 1;
+	for (int i = 1; i < n; i++) c = c * (L - n + i) / i; /* binomial(L-1, n-1) */
+	return c;
+}
+
+struct exh {
+	const struct plan *p;
+	const double *pre, *stage;
+	int n, L;
+	int *cur, *best;
+	double *load, best_w, best_sq;
+};
+
+static void exh_walk(struct exh *x, int s, int left)
+{
+	if (s == x->n - 1) {
+		x->cur[s] = left;
+		double w = rank_loads(x->p, x->pre, x->stage, x->cur, x->n, x->load), sq = 0;
+		for (int r = 0; r < x->p->pp; r++) sq += x->load[r] * x->load[r];
+		if (w < x->best_w * (1 - 1e-12) || (w <= x->best_w * (1 + 1e-12) && sq < x->best_sq * (1 - 1e-12))) {
+			x->best_w = w;
+			x->best_sq = sq;
+			memcpy(x->best, x->cur, sizeof(int) * (size_t)x->n);
+		}
+		return;
+	}
+	for (int c = 1; c <= left - (x->n - 1 - s); c++) {
+		x->cur[s] = c;
+		exh_walk(x, s + 1, left - c);
+	}
+}
+
+/* Replaces counts by the exhaustive optimum when it beats them; returns the slowest rank's load. */
+static double rank_exhaustive(const struct plan *p, const double *pre, const double *stage, int *counts, int n,
+			      int L, double *load)
+{
+	double w0 = rank_loads(p, pre, stage, counts, n, load), sq0 = 0;
+	for (int r = 0; r < p->pp; r++) sq0 += load[r] * load[r];
+	int *buf = malloc(sizeof(int) * (size_t)(2 * n));
+	if (!buf) return w0;
+	struct exh x = {p, pre, stage, n, L, buf, buf + n, load, w0, sq0};
+	memcpy(x.best, counts, sizeof(int) * (size_t)n);
+	exh_walk(&x, 0, L);
+	memcpy(counts, x.best, sizeof(int) * (size_t)n);
+	free(buf);
+	return rank_loads(p, pre, stage, counts, n, load);
+}
+
 int search_split(const struct search_req *rq, const struct search_cand *k, int *counts, int *nstages,
 		 double *max_stage_s, char *err)
 {
@@ -186,7 +243,10 @@ int search_split(const struct search_req *rq, const struct search_cand *k, int *
 	int rc = partition_dp(&pb, &r, err);
 	*nstages = n;
 	*max_stage_s = r.max_stage_s;
-	if (!rc && plan_chunks(&p) > 1) *max_stage_s = rank_balance(&p, pre, stage, counts, n, load);
+	if (!rc && plan_chunks(&p) > 1) {
+		*max_stage_s = rank_balance(&p, pre, stage, counts, n, load);
+		if (compositions(L, n) <= EXHAUSTIVE_MAX) *max_stage_s = rank_exhaustive(&p, pre, stage, counts, n, L, load);
+	}
 	free(time);
 	return rc;
 }
