@@ -28,6 +28,14 @@ static inline void ideal_fabric(struct hw *h, double bw, int nolat)
 		}
 }
 
+/* h0 on that fabric at bandwidth X, without latency or derating (comm_eff 1) */
+static inline void ideal_copy(struct hw *h, const struct hw *h0, double X)
+{
+	*h = *h0;
+	ideal_fabric(h, X, 1);
+	h->comm_eff = 1;
+}
+
 /* all-reduce of `bytes` over n ranks on that fabric, without latency: 2(n-1)/n of the bytes
  * cross each rank's link at X [NCCLT busbw] */
 static inline double ar_time_s(double bytes, int n, double X) { return bytes * 2.0 * (n - 1) / n / X; }

@@ -255,10 +255,9 @@ static double tp_outside_blocks_s(double b, double s, double h, int t, double X)
 
 static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
 {
-	struct hw h = *h0;
 	const double X = 100e9;
-	ideal_fabric(&h, X, 1);
-	h.comm_eff = 1;
+	struct hw h;
+	ideal_copy(&h, h0, X);
 	struct plan p;
 	struct estimate e;
 	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "2", "overlap_tp_comm", "0"), &p, &e)) return;
@@ -446,10 +445,9 @@ static void test_fp16_as_bf16(const struct model *m8, const struct hw *h)
  * ~1.2 ms of forward GEMMs per block. */
 static void test_tp_overlap(const struct model *gpt3, const struct hw *h0)
 {
-	struct hw h = *h0;
 	const double X = h0->tier[0].busbw_bps; /* the profile's NVLink, without latency */
-	ideal_fabric(&h, X, 1);
-	h.comm_eff = 1;
+	struct hw h;
+	ideal_copy(&h, h0, X);
 	struct plan p;
 	struct estimate e0, e1;
 	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "overlap_tp_comm", "0"), &p, &e0)) return;
@@ -466,10 +464,9 @@ static void test_tp_overlap(const struct model *gpt3, const struct hw *h0)
  * recompute time (the collectives are not compute). */
 static void test_recompute_comm(const struct model *gpt3, const struct hw *h0)
 {
-	struct hw h = *h0;
 	const double X = h0->tier[0].busbw_bps; /* the profile's NVLink, without latency */
-	ideal_fabric(&h, X, 1);
-	h.comm_eff = 1;
+	struct hw h;
+	ideal_copy(&h, h0, X);
 	struct plan p;
 	struct estimate en, ef;
 	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "recompute", "none"), &p, &en)) return;

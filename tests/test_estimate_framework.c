@@ -61,10 +61,9 @@ static void test_bf16_states(const struct model *m8, const struct hw *h)
  * (enough work per layer that the GPU, not the host launching kernels, sets the time). */
 static void test_tp_regather(const struct model *m8, const struct hw *h0)
 {
-	struct hw h = *h0;
 	const double X = 100e9;
-	ideal_fabric(&h, X, 1);
-	h.comm_eff = 1;
+	struct hw h;
+	ideal_copy(&h, h0, X);
 	struct plan p;
 	struct estimate e0, e1;
 	if (run(m8, &h, KV("gpus", "8", "tp", "8", "sp", "1", "seq", "8192", "mbs", "4", "gbs", "4", "tp_regather", "0"), &p, &e0)) return;
