@@ -292,8 +292,27 @@ static double weight_bytes(const struct plan *p)
 	return p->fp8_params ? 2 : 4;
 }
 
+/* The caching allocator's pool outgrows the live tensors when blocks of other sizes are
+ * allocated and freed among the activations every micro-batch: a freed block is split for a
+ * smaller request and blocks of different segments never merge [frameworks.md §1.2]. A
+ * micro-batch's activations alone come back in the same sizes and order, and best fit hands
+ * each its old block again. The parameter-shaped churn comes from frameworks that allocate
+ * a 16-bit gradient for every parameter in each backward and free it after adding it into
+ * the fp32 buffer (grad_accum_pass: nanotron's FP32GradientAccumulator), and from sharded
+ * data parallelism, which gathers parameters into fresh buffers and reduces gradients
+ * through buckets block by block during the backward (ZeRO-2/3: DeepSpeed's reduce buckets
+ * and partitions, FSDP's unshard and reduce-scatter buffers). Megatron's contiguous gradient
+ * buffer, written by the weight-gradient GEMM (gradient-accumulation fusion) and reduced once
+ * per step, and its distributed optimizer's shards of it (ZeRO-1) have none: its pool is its
+ * live tensors. */
+static int param_churn(const struct plan *p)
+{
+	return (p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32) || p->zero >= 2;
+}
+
 double estimate_frag_factor(const struct hw *h, const struct plan *p)
 {
+	if (!param_churn(p)) return 1;
 	return p->allocator == ALLOC_EXPANDABLE ? h->frag_expandable : h->frag_native;
 }
 
