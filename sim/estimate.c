@@ -316,6 +316,17 @@ double estimate_frag_factor(const struct hw *h, const struct plan *p)
 	return p->allocator == ALLOC_EXPANDABLE ? h->frag_expandable : h->frag_native;
 }
 
+/* Parameters of the largest single weight a rank computes with: the fused QKV projection, the
+ * output projection, one dense FFN matrix, one expert matrix (TP-sharded; experts by expert TP) */
+static double largest_module(const struct model *m, const struct plan *p)
+{
+	double H = m->hidden, qd = (double)m->heads * m->head_dim, kvd = (double)m->kv_heads * m->head_dim;
+	double big = fmax(H * (qd + 2 * kvd), qd * H) / p->tp;
+	if (m->ffn_hidden > 0) big = fmax(big, H * m->ffn_hidden / p->tp);
+	if (m->moe_experts > 0) big = fmax(big, H * m->moe_ffn_hidden / (p->etp > 0 ? p->etp : 1));
+	return big;
+}
+
 static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, struct rank_est *k)
 {
 	const struct plan *p = c->p;
@@ -350,8 +361,16 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	k->act_bytes = w->act_mb * k->act_inflight;
 	k->logits_bytes = w->act_extra;
 	double buf = 0;
-	if (p->zero >= 3) /* current + prefetched block, unsharded bf16 [PB ZeRO-3] */
-		buf += 2 * 2 * w->params / fmax(1, w->layers);
+	if (p->zero >= 3) {
+		/* current + prefetched block, unsharded bf16 [PB ZeRO-3]; a framework that fetches
+		 * module by module keeps at most its live-parameter limit gathered, and always the
+		 * largest module it computes with (DeepSpeed's own estimate: the largest layer's
+		 * parameters, gathered and their gradient, memory.rst; frameworks.md §7) */
+		double blocks = 2 * w->params / fmax(1, w->layers);
+		if (p->zero3_live_params > 0)
+			blocks = fmin(blocks, fmax(p->zero3_live_params, largest_module(c->m, p)));
+		buf += 2 * blocks;
+	}
 	if (p->tp > 1 && p->sp) /* all-gathered block input */
 		buf += 2 * c->act_bytes * c->T * c->m->hidden;
 	if (c->dpcp > 1 && p->zero <= 2) /* communication bucket */

@@ -63,6 +63,7 @@ static const struct plan_key plan_keys[] = {
 	{"allocator", K_ENUM, OFF(allocator), 0, ALLOC_COUNT, "native|expandable (PyTorch expandable_segments)", alloc_names},
 	{"fp8_impl", K_ENUM, OFF(fp8_impl), 0, FP8_COUNT, "te|torchao: who runs the FP8 GEMMs", fp8_names},
 	{"fp8_params", K_BOOL, OFF(fp8_params), 0, 1, "FP8 primary weights (TE fp8_param_gather): no bf16 weight copy", NULL},
+	{"zero3_live_params", K_INT, OFF(zero3_live_params), 0, 2000000000, "ZeRO-3 gathers module by module, at most this many parameters gathered at once (DeepSpeed stage3_max_live_parameters; 0: per block with one prefetched, FSDP)", NULL},
 	{"zero3_gather_gbps", K_INT, OFF(zero3_gather_gbps), 0, 100000, "ZeRO-3 collectives capped at this per-GPU GB/s by the framework (0: the fabric's)", NULL},
 	{"framework", K_STR, OFF(framework), 0, 0, "framework whose documented defaults fill unset keys (profiles/frameworks)", NULL},
 	{"stage_layers", K_SPLIT, OFF(stage_layers), 0, 0, "layers per stage, comma separated", NULL},

@@ -75,6 +75,10 @@ struct plan {
 	int allocator;               /* enum allocator */
 	int fp8_impl;                /* enum fp8_impl */
 	int fp8_params;              /* FP8 primary weights (TE fp8_param_gather): no bf16 copy */
+	int zero3_live_params;       /* > 0: ZeRO-3 gathers module by module and keeps at most this
+	                              * many parameters gathered (DeepSpeed's stage3_max_live_parameters;
+	                              * the largest module always); 0: per block, the current one and
+	                              * the prefetched next (FSDP units) */
 	int zero3_gather_gbps;       /* > 0: ZeRO-3's gathers and reduce-scatters run at most at this
 	                              * per-GPU rate, GB/s, when the framework and not the fabric
 	                              * bounds them (frameworks/deepspeed.json, 2021) */

@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
- * buckets (ddp_buckets), bf16 model states (bf16_states) and SP's backward re-gather
- * (tp_regather). The frameworks that set them say why in profiles/frameworks. */
+ * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
+ * (tp_regather) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -86,6 +86,28 @@ static void test_tp_regather(const struct model *m8, const struct hw *h0)
 	CHECK_REL(e1.kind[0].compute_s, e0.kind[0].compute_s, 1e-9, "the re-gather computes nothing");
 }
 
+/* ZeRO-3 by FSDP units holds the current and the prefetched block's parameters gathered
+ * (2 x 2 B x a block); DeepSpeed fetches module by module and releases beyond its live
+ * limit, but the largest module must be whole to compute with: GPT-3 175B's FC1 and FC2 are
+ * 12288 x 49152 = 603,979,776 parameters, more than a 1e8 limit, so 2 B x that many stay
+ * gathered; a limit between the largest module and two blocks (2e9) is what stays gathered. */
+static void test_zero3_live(const struct hw *h)
+{
+	struct model g;
+	char err[ERR_LEN] = "";
+	if (model_load("gpt3-175b", &g, err)) { CHECK(0, "gpt3-175b: %s", err); return; }
+	struct plan p;
+	struct estimate e0, e1, e2;
+	if (run(&g, h, KV("gpus", "64", "zero", "3", "seq", "2048", "gbs", "64"), &p, &e0)) return;
+	if (run(&g, h, KV("gpus", "64", "zero", "3", "seq", "2048", "gbs", "64", "zero3_live_params", "100000000"), &p, &e1)) return;
+	if (run(&g, h, KV("gpus", "64", "zero", "3", "seq", "2048", "gbs", "64", "zero3_live_params", "2000000000"), &p, &e2)) return;
+	double block = e0.kind[0].params / g.layers;
+	CHECK_REL(e0.kind[0].buffers_bytes - e1.kind[0].buffers_bytes, 2 * (2 * block - 603979776.0), 1e-9,
+		  "module by module: the largest module stays gathered, not two blocks");
+	CHECK_REL(e0.kind[0].buffers_bytes - e2.kind[0].buffers_bytes, 2 * (2 * block - 2e9), 1e-9,
+		  "a limit between the largest module and two blocks: the limit stays gathered");
+}
+
 int main(void)
 {
 	struct model m8;
@@ -99,5 +121,6 @@ int main(void)
 	test_ddp_buckets(&m8, &h);
 	test_bf16_states(&m8, &h);
 	test_tp_regather(&m8, &h);
+	test_zero3_live(&h);
 	return test_summary("test_estimate_framework");
 }

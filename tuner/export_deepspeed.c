@@ -51,6 +51,9 @@ static int write_deepspeed(struct out *o, const struct plan *p, const struct mod
 	cJSON_AddTrueToObject(z, "contiguous_gradients");
 	cJSON_AddTrueToObject(z, "reduce_scatter");
 	if (p->zero == 3 && !p->overlap_param_gather) cJSON_AddNumberToObject(z, "stage3_prefetch_bucket_size", 0);
+	/* the gathered parameters the estimate held: its live limit, module by module */
+	if (p->zero == 3 && p->zero3_live_params > 0)
+		cJSON_AddNumberToObject(z, "stage3_max_live_parameters", p->zero3_live_params);
 	if (p->recompute == RC_FULL) {
 		cJSON *x = cJSON_AddObjectToObject(d, "activation_checkpointing");
 		cJSON_AddBoolToObject(x, "partition_activations", p->tp > 1);
