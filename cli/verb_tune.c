@@ -69,9 +69,10 @@ struct progress {
 static double progress_delay(void)
 {
 	const char *v = getenv("SCALEPLAN_PROGRESS_DELAY");
+	if (!v || !*v) return 1;
 	char *end;
-	double d = v && *v ? strtod(v, &end) : 1;
-	return v && *v && (*end || !(d >= 0 && d <= 3600)) ? 1 : d;
+	double d = strtod(v, &end);
+	return *end || !(d >= 0 && d <= 3600) ? 1 : d;
 }
 
 static void progress_line(void *ctx, long plans, double frac)

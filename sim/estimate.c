@@ -105,24 +105,12 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 	}
 	double t = p->tp, T = c->T, H = m->hidden, E = c->act_bytes;
 	double V = ceil(m->vocab / (128.0 * t)) * 128.0 * t; /* padded vocabulary [MCODE] */
-	/* the block activation b·s·h, and the TP collectives around the embedding and the head:
-	 * the vocab-parallel embedding sums its partial lookups (an all-reduce; with SP a
-	 * reduce-scatter, whose backward all-gathers the gradient), the column-parallel head
-	 * gathers its SP-sharded input (backward: reduce-scatter, and the re-gather of its input)
-	 * or, without SP, all-reduces its input gradient [MCODE VocabParallelEmbedding,
-	 * ColumnParallelLinear; nanotron TensorParallelEmbedding, column_linear] */
-	double S = E * T * H;
-	int sp = p->sp && p->tp > 1;
 	if (w->has_embed) {
 		w->params += embedding_params(m) / t;
 		w->params_dense += embedding_params(m) / t;
 		w->F += elem_t(c, 2 * E * T * H);
 		w->B += elem_t(c, 4 * E * T * H);
-		if (p->tp > 1) {
-			double f = coll_time(c->h, sp ? COLL_REDUCESCATTER : COLL_ALLREDUCE, S, &c->tp_g);
-			double b = sp ? coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g) : 0;
-			w->F += f; w->B += b; w->tp_s += f + b;
-		}
+		w->F += c->tp_embed_f; w->B += c->tp_embed_b; w->tp_s += c->tp_embed_f + c->tp_embed_b;
 	}
 	if (w->has_head) {
 		/* final norm + LM head GEMM + vocab-parallel cross-entropy over fp32 logits */
@@ -136,17 +124,7 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		w->flops_model += 6 * T * H * V / t;
 		w->flops_hw += 6 * T * H * V / t;
 		w->act_extra += 6.0 * T * V / t; /* bf16 logits + fp32 copy for the loss, one micro-batch */
-		if (p->tp > 1) {
-			/* vocab-parallel cross-entropy all-reduces the maximum logit, the target's
-			 * logit and the sum of exponentials, one fp32 each per token [MCODE
-			 * cross_entropy.py; nanotron _ShardedCrossEntropy] */
-			double ce_ar = 3 * coll_time(c->h, COLL_ALLREDUCE, 4.0 * T, &c->tp_g);
-			double f = sp ? coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g) : 0;
-			double b = sp ? coll_time(c->h, COLL_REDUCESCATTER, S, &c->tp_g)
-					+ (p->tp_regather ? coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g) : 0)
-				      : coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
-			w->F += ce_ar + f; w->B += b; w->tp_s += ce_ar + f + b;
-		}
+		w->F += c->tp_head_f; w->B += c->tp_head_b; w->tp_s += c->tp_head_f + c->tp_head_b;
 	}
 	/* a framework that accumulates outside the weight-gradient GEMM reads each parameter's
 	 * 16-bit gradient and the fp32 buffer and writes the buffer back after every micro-batch's
@@ -185,6 +163,35 @@ static void group_span(const struct layout *l, enum group_kind g, const struct h
 	}
 }
 
+/* The TP collectives around the blocks, once per micro-batch, on the b·s·h activation: the
+ * vocab-parallel embedding sums its partial lookups (an all-reduce; with SP a reduce-scatter,
+ * whose backward all-gathers the gradient); the column-parallel head gathers its SP-sharded
+ * input (backward: a reduce-scatter, and the re-gather of its input with tp_regather) or,
+ * without SP, all-reduces its input gradient; the vocab-parallel cross-entropy all-reduces the
+ * maximum logit, the target's logit and the sum of exponentials, one fp32 each per token
+ * [MCODE VocabParallelEmbedding, ColumnParallelLinear, cross_entropy.py; nanotron
+ * TensorParallelEmbedding, column_linear, _ShardedCrossEntropy] */
+static void tp_outside_blocks(struct ectx *c)
+{
+	const struct plan *p = c->p;
+	if (p->tp <= 1) return;
+	double S = c->act_bytes * c->T * c->m->hidden;
+	double ar = coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
+	double ce = 3 * coll_time(c->h, COLL_ALLREDUCE, 4.0 * c->T, &c->tp_g);
+	if (p->sp) {
+		double ag = coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g);
+		double rs = coll_time(c->h, COLL_REDUCESCATTER, S, &c->tp_g);
+		c->tp_embed_f = rs;
+		c->tp_embed_b = ag;
+		c->tp_head_f = ce + ag;
+		c->tp_head_b = rs + (p->tp_regather ? ag : 0);
+	} else {
+		c->tp_embed_f = ar;
+		c->tp_head_f = ce;
+		c->tp_head_b = ar;
+	}
+}
+
 static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, const struct plan *p, char *err)
 {
 	struct layout l;
@@ -206,6 +213,7 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	c->dpcp = p->dp * p->cp;
 	c->etp = p->etp > 0 ? p->etp : p->tp;
 	c->edp = p->tp * c->dpcp / (p->ep * c->etp);
+	tp_outside_blocks(c);
 	return 0;
 }
 
@@ -318,12 +326,13 @@ double estimate_frag_factor(const struct hw *h, const struct plan *p)
 
 /* Parameters of the largest single weight a rank computes with: the fused QKV projection, the
  * output projection, one dense FFN matrix, one expert matrix (TP-sharded; experts by expert TP) */
-static double largest_module(const struct model *m, const struct plan *p)
+static double largest_module(const struct ectx *c)
 {
+	const struct model *m = c->m;
 	double H = m->hidden, qd = (double)m->heads * m->head_dim, kvd = (double)m->kv_heads * m->head_dim;
-	double big = fmax(H * (qd + 2 * kvd), qd * H) / p->tp;
-	if (m->ffn_hidden > 0) big = fmax(big, H * m->ffn_hidden / p->tp);
-	if (m->moe_experts > 0) big = fmax(big, H * m->moe_ffn_hidden / (p->etp > 0 ? p->etp : 1));
+	double t = c->p->tp, big = fmax(H * (qd + 2 * kvd), qd * H) / t;
+	if (m->ffn_hidden > 0) big = fmax(big, H * m->ffn_hidden / t);
+	if (m->moe_experts > 0) big = fmax(big, H * m->moe_ffn_hidden / c->etp);
 	return big;
 }
 
@@ -368,7 +377,7 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 		 * parameters, gathered and their gradient, memory.rst; frameworks.md §7) */
 		double blocks = 2 * w->params / fmax(1, w->layers);
 		if (p->zero3_live_params > 0)
-			blocks = fmin(blocks, fmax(p->zero3_live_params, largest_module(c->m, p)));
+			blocks = fmin(blocks, fmax(p->zero3_live_params, largest_module(c)));
 		buf += 2 * blocks;
 	}
 	if (p->tp > 1 && p->sp) /* all-gathered block input */

@@ -28,6 +28,8 @@ struct ectx {
 	int dpcp, edp;              /* sizes of the dense and expert gradient groups */
 	int etp;                    /* expert tensor parallelism (the plan's, tp when unset) */
 	double act_bytes;           /* bytes per activation element: 2 (bf16/fp8 runs) or 4 (fp32) */
+	double tp_embed_f, tp_embed_b; /* TP collectives of the embedding, per micro-batch (estimate.c) */
+	double tp_head_f, tp_head_b;   /* of the LM head and its vocab-parallel loss */
 };
 
 /* Cost of one decoder block for one micro-batch on one rank. Times in seconds. */

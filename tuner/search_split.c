@@ -167,7 +167,7 @@ static double compositions(int L, int n)
 struct exh {
 	const struct plan *p;
 	const double *pre, *stage;
-	int n, L;
+	int n;
 	int *cur, *best;
 	double *load, best_w, best_sq;
 };
@@ -199,7 +199,7 @@ static double rank_exhaustive(const struct plan *p, const double *pre, const dou
 	for (int r = 0; r < p->pp; r++) sq0 += load[r] * load[r];
 	int *buf = malloc(sizeof(int) * (size_t)(2 * n));
 	if (!buf) return w0;
-	struct exh x = {p, pre, stage, n, L, buf, buf + n, load, w0, sq0};
+	struct exh x = {p, pre, stage, n, buf, buf + n, load, w0, sq0};
 	memcpy(x.best, counts, sizeof(int) * (size_t)n);
 	exh_walk(&x, 0, L);
 	memcpy(counts, x.best, sizeof(int) * (size_t)n);
