@@ -13,8 +13,11 @@
 #
 # V=1 shows full command lines. SAN=1 builds the sanitized tree into build-asan/.
 
+# NOMPI=1: a one-rank build with plain gcc, the one-rank communicator (runtime/comm_self.c)
+# in place of runtime/comm_mpi.c, into build-nompi/ (binary build-nompi/scaleplan), for
+# machines without MPI
 ifeq ($(origin CC),default)
-CC = mpicc
+CC = $(if $(filter 1,$(NOMPI)),gcc,mpicc)
 endif
 NVCC ?= nvcc
 
@@ -30,9 +33,15 @@ SANFLAGS :=
 OPT := -O2
 endif
 
+ifeq ($(NOMPI),1)
+B := $(B)-nompi
+NOMPI_DEFS := -DSCALEPLAN_NOMPI
+NOMPI_OUT := runtime/comm_mpi.c
+endif
+
 WARN := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wshadow
 CFLAGS ?= $(OPT) -g
-ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) -I. -Ibuild/gen -MMD -MP
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) $(NOMPI_DEFS) -I. -Ibuild/gen -MMD -MP
 LDLIBS := -lcjson -lsqlite3 -lglpk -lgsl -lopenblas -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
@@ -47,7 +56,7 @@ endif
 #   cli -> tuner -> runtime -> reports -> kernels -> sim
 .DEFAULT_GOAL := all
 LAYERS := cli tuner runtime reports kernels sim
-layer_src = $(filter-out cli/main.c,$(wildcard $(1)/*.c))
+layer_src = $(filter-out cli/main.c $(NOMPI_OUT),$(wildcard $(1)/*.c))
 LAYER_LIBS := $(foreach l,$(LAYERS),$(B)/lib$(l).a)
 $(foreach l,$(LAYERS),$(eval $(B)/lib$(l).a: $(patsubst %.c,$(B)/%.o,$(call layer_src,$(l)))))
 $(B)/libsim.a: $(B)/gen/embedded.o
@@ -61,7 +70,7 @@ FAILIO := $(B)/tests/libfailio.so
 BENCH_SRC := $(wildcard bench/*.c)
 PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/models/*.json profiles/frameworks/*.json profiles/comm/*.json))
 
-ifeq ($(SAN),1)
+ifneq ($(filter 1,$(SAN) $(NOMPI)),)
 BIN := $(B)/scaleplan
 else
 BIN := scaleplan
@@ -74,7 +83,7 @@ CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
 .PHONY: all test asan bench bench-comm bench-loop check clean cuda deps fuzz fuzz-build gpu-test validate
-all: $(BIN) $(TEST_BIN) $(MPI_TEST_BIN) $(FAILIO) $(if $(SAN),,$(CUDA_LIB))
+all: $(BIN) $(TEST_BIN) $(if $(NOMPI_DEFS),,$(MPI_TEST_BIN)) $(FAILIO) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(LAYER_LIBS)
 	@echo "  LINK    $@"
@@ -204,6 +213,6 @@ check: deps
 	$(Q)scripts/check.sh
 
 clean:
-	rm -rf build build-asan $(FZ) scaleplan
+	rm -rf build build-asan build-nompi $(FZ) scaleplan
 
--include $(shell find build build-asan $(FZ) -name '*.d' 2>/dev/null)
+-include $(shell find build build-asan build-nompi $(FZ) -name '*.d' 2>/dev/null)

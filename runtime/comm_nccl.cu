@@ -1,7 +1,14 @@
 /* comm_nccl — NCCL backend: one ncclComm_t and one CUDA stream per communicator; groups come
- * from ncclCommSplit of the world, the world from a unique id broadcast over the MPI
- * bootstrap. All-to-all(-v) and send/recv are grouped ncclSend/ncclRecv, so a ring or a
- * pipeline exchange never deadlocks. */
+ * from ncclCommSplit of the world, the world from a unique id broadcast over the bootstrap
+ * (MPI, or the one-rank world of a NOMPI build). All-to-all(-v) and send/recv are grouped
+ * ncclSend/ncclRecv, so a ring or a pipeline exchange never deadlocks.
+ *
+ * Waits go through the world's watchdog (runtime/watchdog.h), shared by every group split
+ * from it: a wait polls the request's event and the communicator's asynchronous error until
+ * the operation completes, fails, or passes timeout_s; on failure every communicator of the
+ * rank is aborted (ncclCommAbort) and the wait returns the watchdog's message, so that the
+ * caller can end the job through the bootstrap (comm_abort). An aborted communicator is freed
+ * by ncclCommAbort: destroy skips ncclCommDestroy for it. */
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -9,15 +16,23 @@
 #include <string.h>
 #include "runtime/comm_impl.h"
 #include "runtime/comm_nccl.h"
+#include "runtime/watchdog.h"
 extern "C" {
 #include "sim/util.h"
 }
+
+/* runtime/watchdog.c classifies NCCL's result codes by number */
+static_assert(ncclSuccess == 0 && ncclUnhandledCudaError == 1 && ncclSystemError == 2 &&
+	      ncclInternalError == 3 && ncclInvalidArgument == 4 && ncclInvalidUsage == 5 &&
+	      ncclRemoteError == 6 && ncclInProgress == 7, "ncclResult_t numbering changed");
 
 struct nccl_impl {
 	ncclComm_t nc;
 	cudaStream_t stream;
 	float *scratch;            /* one device float, for the barrier */
 	struct comm *bootstrap;    /* for comm_abort */
+	struct watchdog *wd;       /* the world's, shared by its groups */
+	int owns_wd;               /* the world: destroys wd */
 };
 
 struct nccl_req {
@@ -103,6 +118,9 @@ static ncclResult_t enqueue(struct comm *c, const struct comm_args *a)
 static int nccl_start(struct comm *c, const struct comm_args *a, struct comm_req **req, char *err)
 {
 	const char *op = comm_colls[a->coll].name;
+	if (watchdog_aborted(impl_of(c)->wd))
+		return errf(err, "comm: %s on group %s (%d ranks): this rank's communicators were aborted "
+			    "after an earlier failure", op, c->name, c->size);
 	struct nccl_req *q = (struct nccl_req *)calloc(1, sizeof(*q));
 	if (!q) return errf(err, "comm: out of memory starting %s on group %s", op, c->name);
 	q->base.comm = c;
@@ -116,6 +134,7 @@ static int nccl_start(struct comm *c, const struct comm_args *a, struct comm_req
 	cudaError_t e = cudaEventCreateWithFlags(&q->ev, cudaEventDisableTiming);
 	if (e == cudaSuccess) e = cudaEventRecord(q->ev, impl_of(c)->stream);
 	if (e != cudaSuccess) {
+		if (q->ev) cudaEventDestroy(q->ev);
 		free(q);
 		return fail_cuda(c, op, e, err);
 	}
@@ -123,52 +142,65 @@ static int nccl_start(struct comm *c, const struct comm_args *a, struct comm_req
 	return 0;
 }
 
-/* NCCL reports a failed peer asynchronously; look before and while waiting */
-static int async_error(struct comm *c, const char *op, char *err)
+/* One poll for the watchdog: the event first (done means done, whatever came after), then
+ * NCCL's asynchronous error, which is where a dead peer shows. */
+static enum wd_status probe(void *ctx, char *detail, size_t len)
 {
+	struct nccl_req *q = (struct nccl_req *)ctx;
+	struct nccl_impl *m = impl_of(q->base.comm);
+	cudaError_t e = cudaEventQuery(q->ev);
+	if (e == cudaSuccess) return WD_COMPLETE;
+	if (e != cudaErrorNotReady) {
+		snprintf(detail, len, "CUDA %s", cudaGetErrorString(e));
+		return WD_LOCAL_ERROR;
+	}
 	ncclResult_t ar = ncclSuccess;
-	ncclResult_t r = ncclCommGetAsyncError(impl_of(c)->nc, &ar);
-	if (r != ncclSuccess) return fail_nccl(c, op, r, err);
-	if (ar != ncclSuccess && ar != ncclInProgress) return fail_nccl(c, op, ar, err);
-	return 0;
+	ncclResult_t r = ncclCommGetAsyncError(m->nc, &ar);
+	if (r != ncclSuccess) {
+		snprintf(detail, len, "ncclCommGetAsyncError: %s", ncclGetErrorString(r));
+		return WD_LOCAL_ERROR;
+	}
+	enum wd_status st = watchdog_classify_nccl((int)ar);
+	if (st != WD_RUNNING)
+		snprintf(detail, len, "NCCL %s: %s", ncclGetErrorString(ar), ncclGetLastError(m->nc));
+	return st;
 }
 
 static int nccl_test(struct comm_req *r, int *done, char *err)
 {
-	struct nccl_req *q = (struct nccl_req *)r;
-	cudaError_t e = cudaEventQuery(q->ev);
-	*done = e == cudaSuccess;
-	if (e != cudaSuccess && e != cudaErrorNotReady)
-		return fail_cuda(r->comm, comm_colls[r->coll].name, e, err);
-	return *done ? 0 : async_error(r->comm, comm_colls[r->coll].name, err);
+	struct nccl_impl *m = impl_of(r->comm);
+	char detail[128] = "";
+	*done = 0;
+	if (watchdog_aborted(m->wd))
+		return watchdog_wait(m->wd, r->comm, r->coll, r->start_s, probe, r, err);
+	enum wd_status st = probe(r, detail, sizeof(detail));
+	*done = st == WD_COMPLETE;
+	if (st == WD_RUNNING && watchdog_deadline_passed(r->start_s, now_s(), r->comm->timeout_s))
+		st = WD_TIMED_OUT;
+	if (st == WD_COMPLETE || st == WD_RUNNING) return 0;
+	return watchdog_fail(m->wd, r->comm, r->coll, st, detail, err);
 }
 
+/* An event still pending at a failure is destroyed all the same: CUDA releases it once the
+ * device passes it (cudaEventDestroy's contract), and the abort ends what it waits for. */
 static int nccl_wait(struct comm_req *r, char *err)
 {
 	struct nccl_req *q = (struct nccl_req *)r;
 	struct comm *c = r->comm;
-	const char *op = comm_colls[r->coll].name;
-	int rc = 0, done = 0;
-	/* poll rather than cudaEventSynchronize, so a dead peer or the timeout ends the wait */
-	for (unsigned i = 1; !rc && !done; i++) {
-		rc = nccl_test(r, &done, err);
-		if (!rc && !done && c->timeout_s > 0 && i % 256 == 0 && now_s() - r->start_s > c->timeout_s)
-			rc = errf(err, "comm: %s on group %s (%d ranks) did not complete within %g s; a member "
-				  "rank may have failed", op, c->name, c->size, c->timeout_s);
-	}
-	if (!rc || done) cudaEventDestroy(q->ev);   /* an event still pending is left to the abort */
+	int rc = watchdog_wait(impl_of(c)->wd, c, r->coll, r->start_s, probe, r, err);
+	cudaEventDestroy(q->ev);
 	free(q);
 	return rc;
 }
 
-static int wrap(ncclComm_t nc, struct comm *bootstrap, struct comm **out, char *err);
+static int wrap(ncclComm_t nc, struct comm *bootstrap, struct watchdog *wd, struct comm **out, char *err);
 
 static int nccl_split(struct comm *parent, int color, int key, struct comm **out, char *err)
 {
 	ncclComm_t nc;
 	ncclResult_t r = ncclCommSplit(impl_of(parent)->nc, color, key, &nc, NULL);
 	if (r != ncclSuccess) return fail_nccl(parent, "split", r, err);
-	if (wrap(nc, impl_of(parent)->bootstrap, out, err)) {
+	if (wrap(nc, impl_of(parent)->bootstrap, impl_of(parent)->wd, out, err)) {
 		ncclCommDestroy(nc);
 		return -1;
 	}
@@ -179,18 +211,27 @@ static void nccl_destroy(struct comm *c)
 {
 	struct nccl_impl *m = impl_of(c);
 	if (!m) return;
-	ncclCommDestroy(m->nc);
+	if (!watchdog_cancelled(m->wd, c)) ncclCommDestroy(m->nc);
+	watchdog_remove(m->wd, c);
+	if (m->owns_wd) watchdog_destroy(m->wd);
 	cudaStreamDestroy(m->stream);
 	cudaFree(m->scratch);
 	free(m);
 }
 
-/* NCCL cannot end the job itself: abort the communicator (no rank stays blocked in it), then
- * hand over to the bootstrap (MPI_Abort ends every process); the caller ends this process */
+/* the watchdog's cancel hook */
+static void nccl_cancel(struct comm *c)
+{
+	ncclCommAbort(impl_of(c)->nc);
+}
+
+/* NCCL cannot end the job itself: abort every communicator of the rank (nothing stays
+ * blocked in one), then hand over to the bootstrap (MPI_Abort ends every process; the one-rank
+ * bootstrap returns and the caller ends this process) */
 static void nccl_abort(struct comm *c, int code)
 {
 	struct nccl_impl *m = impl_of(c);
-	if (m) ncclCommAbort(m->nc);
+	if (m) watchdog_abort_all(m->wd, c);
 	if (m && m->bootstrap) comm_abort(m->bootstrap, code);
 }
 
@@ -199,7 +240,8 @@ static const struct comm_ops nccl_ops = {
 	"nccl", nccl_start, nccl_wait, nccl_test, nccl_split, nccl_destroy, nccl_abort,
 };
 
-static int wrap(ncclComm_t nc, struct comm *bootstrap, struct comm **out, char *err)
+/* wd NULL: a world, which creates the watchdog its groups share */
+static int wrap(ncclComm_t nc, struct comm *bootstrap, struct watchdog *wd, struct comm **out, char *err)
 {
 	int rank = 0, size = 0;
 	ncclCommUserRank(nc, &rank);
@@ -222,6 +264,17 @@ static int wrap(ncclComm_t nc, struct comm *bootstrap, struct comm **out, char *
 	}
 	m->nc = nc;
 	m->bootstrap = bootstrap;
+	m->wd = wd;
+	if (!wd && watchdog_create(nccl_cancel, &m->wd, err) == 0) m->owns_wd = 1;
+	if (!m->wd || watchdog_add(m->wd, c, err)) {
+		if (m->owns_wd) watchdog_destroy(m->wd);
+		cudaStreamDestroy(m->stream);
+		cudaFree(m->scratch);
+		free(m);
+		free(c->ranks);
+		free(c);
+		return -1;
+	}
 	c->ops = &nccl_ops;
 	c->impl = m;
 	c->rank = rank;
@@ -249,7 +302,7 @@ extern "C" int comm_nccl_world(struct comm *bootstrap, int device, struct comm *
 	if (r != ncclSuccess)
 		return errf(err, "comm: ncclCommInitRank (rank %d of %d) failed: %s", comm_rank(bootstrap),
 			    comm_size(bootstrap), ncclGetErrorString(r));
-	if (wrap(nc, bootstrap, out, err)) {
+	if (wrap(nc, bootstrap, NULL, out, err)) {
 		ncclCommDestroy(nc);
 		return -1;
 	}
