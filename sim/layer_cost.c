@@ -348,8 +348,11 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 	const struct plan *p = c->p;
 	double t = d->t, T = d->T, H = d->H, E = d->E, sp = d->sp, qd = d->qd, kvd_t = d->kvd_t;
 	double mult = d->mlp_mult, width = d->width;
-	double act = E * T * (2 * H / sp        /* norm 1 input */
-			      + 2 * H / sp      /* QKV input (stored sharded under SP) */
+	/* a gated MLP keeps gate|up (2 widths) and the product (the down projection's input);
+	 * run as separate ops, autograd also keeps act(gate), the product's other input */
+	double keep = mult + (m->mlp == MLP_SWIGLU && p->glu_eager ? 1 : 0);
+	double act = E * T * (H / sp            /* norm 1 input */
+			      + H / sp          /* QKV input (stored sharded under SP) */
 			      + (qd + 2 * kvd_t * t) / t /* q, k, v */
 			      + qd / t          /* attention output = O input */
 			      + 2 * H / sp      /* norm 2 input, MLP input */
@@ -364,14 +367,14 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 		a_lin += 2 * E * T * H * (1 - 1 / sp);
 	}
 	if (width > 0) {
-		act += E * T * (mult * width / t);
+		act += E * T * (keep * width / t);
 		a_lin += E * T * width / t;
 	}
 	/* the routed tokens a rank's experts hold: those of its expert-TP group, T·(tp/etp)·k copies,
 	 * each with an etp-th of the expert width */
 	double et = c->etp, tok = T * (t / et) * m->moe_topk, fe = m->moe_ffn_hidden / et;
 	if (d->moe) {
-		act += E * tok * (2 * H + mult * fe) + 4.0 * T * m->moe_experts;
+		act += E * tok * (2 * H + keep * fe) + 4.0 * T * m->moe_experts;
 		a_lin += E * tok * (H + fe);
 	}
 	if (p->precision == PREC_FP8 && p->fp8_impl == FP8_TE) {

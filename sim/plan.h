@@ -68,6 +68,11 @@ struct plan {
 	int tp_regather;             /* SP: the column-parallel layers keep their input sharded and
 	                              * all-gather it again in backward (Megatron, TE, nanotron);
 	                              * 0: the gathered input is saved (torchtitan's DTensor SP) */
+	int glu_eager;               /* a gated MLP (SwiGLU) run as separate PyTorch ops: the
+	                              * activation saves its input gate, the product saves act(gate)
+	                              * and up, so act(gate) is kept too (nanotron GLUActivation,
+	                              * torchtitan FeedForward); 0: one fused kernel that saves
+	                              * gate|up only (Megatron bias_swiglu_impl) */
 	int overlap_tp_bwd;          /* TP backward collectives overlapped with the other backward
 	                              * GEMM (Megatron's async dgrad/wgrad), without overlap_tp_comm */
 	int reduce_per_mb;           /* ZeRO-2: gradients reduce-scattered every micro-batch

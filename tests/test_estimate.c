@@ -483,14 +483,16 @@ static void test_recompute_comm(const struct model *gpt3, const struct hw *h0)
  * mbs 1, no TP: per token 2·4096 + 2·4096 + 4·32 bytes + half of 2·(4096 + 2·1024 + 4096 +
  * 2·14336 + 4096) = 16512 + 43008 = 59520 bytes, × 4096 tokens × 32 layers. With GEMMs the only
  * cost (element-wise traffic, attention and launches free) it re-runs half of what full
- * recompute re-runs. */
+ * recompute re-runs. Without recompute a block keeps (model.md §2.2, Llama-style) the inputs of
+ * both norms, of QKV and of the MLP (4·4096), q, k, v (6144), the attention output (4096),
+ * gate|up and the product (3·14336) in 2 bytes, and 4 bytes of softmax statistics per head. */
 static void test_recompute_op(const struct model *m8, const struct hw *h0)
 {
 	struct plan p;
 	struct estimate en, eo, ef;
 	if (run(m8, h0, KV("gpus", "1", "seq", "4096", "gbs", "1", "recompute", "none"), &p, &en)) return;
 	if (run(m8, h0, KV("gpus", "1", "seq", "4096", "gbs", "1", "recompute", "op"), &p, &eo)) return;
-	double head = en.kind[0].act_per_mb_bytes - 32 * 4096.0 * 2 * (4096 * 6 + 6144 + 4096 + 3 * 14336) - 32 * 4.0 * 4096 * 32;
+	double head = en.kind[0].act_per_mb_bytes - 32 * 4096.0 * 2 * (4096 * 4 + 6144 + 4096 + 3 * 14336) - 32 * 4.0 * 4096 * 32;
 	CHECK_REL(eo.kind[0].act_per_mb_bytes - head, 32 * 4096.0 * 59520, 1e-9, "recompute op: activations kept per block");
 	struct hw h = *h0;
 	h.hbm_bw_bps = 1e30;

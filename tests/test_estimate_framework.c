@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -86,6 +86,21 @@ static void test_tp_regather(const struct model *m8, const struct hw *h0)
 	CHECK_REL(e1.kind[0].compute_s, e0.kind[0].compute_s, 1e-9, "the re-gather computes nothing");
 }
 
+/* A SwiGLU run as two PyTorch ops (act(gate), then the product) keeps act(gate) for the
+ * product's backward beside gate|up and the product: one more 2-byte tensor of the
+ * intermediate width per token and layer, cut by TP. 8B (intermediate 14336), tp 2, one
+ * micro-batch of 4096 tokens: 32 x 4096 x 2 B x 14336 / 2 more activation bytes, no time. */
+static void test_glu_eager(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "glu_eager", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "glu_eager", "1"), &p, &e1)) return;
+	CHECK_REL(e1.kind[0].act_per_mb_bytes - e0.kind[0].act_per_mb_bytes, 32 * 4096.0 * 2 * 14336 / 2, 1e-9,
+		  "eager SwiGLU: act(gate) kept, 2 B x tokens x intermediate / tp per layer");
+	CHECK_REL(e1.step_time_s, e0.step_time_s, 1e-12, "keeping a tensor costs no time");
+}
+
 /* ZeRO-3 by FSDP units holds the current and the prefetched block's parameters gathered
  * (2 x 2 B x a block); DeepSpeed fetches module by module and releases beyond its live
  * limit, but the largest module must be whole to compute with: GPT-3 175B's FC1 and FC2 are
@@ -121,6 +136,7 @@ int main(void)
 	test_ddp_buckets(&m8, &h);
 	test_bf16_states(&m8, &h);
 	test_tp_regather(&m8, &h);
+	test_glu_eager(&m8, &h);
 	test_zero3_live(&h);
 	return test_summary("test_estimate_framework");
 }

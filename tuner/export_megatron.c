@@ -140,6 +140,9 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 	if (p->ep > 1) flag(o, "--expert-model-parallel-size", p->ep);
 	if (p->ep > 1 || (p->etp > 0 && p->etp != p->tp)) flag(o, "--expert-tensor-parallel-size", p->etp > 0 ? p->etp : p->tp);
 	if (p->sp && p->tp > 1) flag0(o, "--sequence-parallel");
+	/* Megatron's MLP without the fused kernel runs the swiglu as torch ops (glu in
+	 * transformer/mlp.py), keeping act(gate) as the estimate's glu_eager does */
+	if (m->mlp == MLP_SWIGLU && p->glu_eager) flag0(o, "--no-bias-swiglu-fusion");
 	if (p->sp && p->tp > 1 && !p->tp_regather)
 		export_noeq(o, "SP keeping the gathered inputs of the column-parallel layers; Megatron-LM always gathers them again in backward");
 	switch (p->zero) {

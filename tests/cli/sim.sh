@@ -77,8 +77,8 @@ expect_out '^  --gpus [0-9]* --dp [0-9]*.* fits '
 # --- what would fit: under the table of a plan that does not fit, the changes that lower its
 # peak, those that fit first and fastest first. Each suggestion, run through sim as printed,
 # must give the printed peak, fit as printed, lower the plan's peak and give the printed
-# tokens/s; the README example without --sp is saved by --sp.
-NOFIT=(sim --model llama-3-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 8 --zero 1 --recompute selective --mbs 1 --gbs 512 --seq 8192)
+# tokens/s; the README example without --sp, at 16k tokens, is saved by --sp.
+NOFIT=(sim --model llama-3-70b --gpu h100-sxm --gpus 512 --tp 8 --pp 8 --zero 1 --recompute selective --mbs 1 --gbs 512 --seq 16384)
 "$SP" "${NOFIT[@]}" --json >"$TMP/nofit.json" 2>/dev/null
 PEAK0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_mem_bytes"]/2**30)' "$TMP/nofit.json")
 expect_rc 3 "$SP" "${NOFIT[@]}"
