@@ -218,6 +218,26 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 }
 
 /* DP / ZeRO communication of one pipeline rank: total and exposed, per step */
+/* torch DDP's bucket_cap_mb default (torch.nn.parallel.DistributedDataParallel docs) */
+#define DDP_BUCKET_BYTES (25.0 * 1048576)
+
+/* Host ops of a ZeRO-0/1 sync done tensor by tensor (plan.h dp_host_copies), per step, over
+ * n = dp x cp ranks: DDP buckets of 16-bit gradients (B of them), T parameter tensors (each
+ * block's fused QKV, O, fused gate|up, down and two norms; the embedding, final norm and
+ * head). ZeRO-0's all_reduce_coalesced copies each tensor back out of its bucket's flat
+ * buffer: B + T. ZeRO-1: reduce_scatter_coalesced flattens each rank's slice of a bucket into
+ * its own buffer (n per bucket) and copies the T shards back; all_gather_coalesced flattens
+ * the n output buffers, the list-form all_gather copies its result into them (n), and every
+ * parameter's slice is copied out of every rank's buffer (n x T): n·B + T + 2n + n·T. */
+static double dp_host_ops(const struct ectx *c, const struct rank_work *w)
+{
+	double n = c->dpcp;
+	double tensors = w->layers * (6.0 + (c->m->qkv_bias ? 1 : 0)) + w->has_embed + 2.0 * w->has_head;
+	double buckets = ceil(w->params * 2.0 / DDP_BUCKET_BYTES);
+	if (c->p->zero == 0) return buckets + tensors;
+	return n * buckets + tensors + 2 * n + n * tensors;
+}
+
 static void dp_time(const struct ectx *c, const struct rank_work *w, double *total, double *exposed)
 {
 	const struct plan *p = c->p;
@@ -244,11 +264,18 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	 * overlap_param_gather; without them the collective runs between the compute */
 	double red_exp = p->overlap_grad_reduce ? fmax(tail, t_red - 0.9 * bwd_mb) : t_red;
 	double ag_exp = p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag;
+	if (p->dp_host_copies && p->zero <= 1) {
+		/* eager copies the host launches one by one, in the step's critical path (the hooks
+		 * run in backward's autograd thread, the gather after the optimizer step) */
+		double hc = dp_host_ops(c, w) * h->host_op_s;
+		*total += hc;
+		*exposed += hc;
+	}
 	if (p->zero <= 1 || (p->zero == 2 && !p->reduce_per_mb)) {
 		/* once per step: ZeRO-0/1, and ZeRO-2 whose gradients accumulate in a full buffer
 		 * (Megatron's distributed optimizer) */
-		*total = t_red + t_ag;
-		*exposed = red_exp + ag_exp;
+		*total += t_red + t_ag;
+		*exposed += red_exp + ag_exp;
 	} else if (p->zero == 2) {
 		/* gradients reduce-scattered every micro-batch [ZERO §5.2], params gathered once */
 		*total = c->mb * t_red + t_ag;

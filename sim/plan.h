@@ -68,6 +68,12 @@ struct plan {
 	int tp_regather;             /* SP: the column-parallel layers keep their input sharded and
 	                              * all-gather it again in backward (Megatron, TE, nanotron);
 	                              * 0: the gathered input is saved (torchtitan's DTensor SP) */
+	int dp_host_copies;          /* ZeRO-0/1 syncs whose buffers are flattened and copied back
+	                              * tensor by tensor on the host: all_reduce_coalesced unflattens
+	                              * each DDP bucket; ZeRO-1's reduce_scatter_coalesced flattens
+	                              * one buffer per DP rank per bucket and all_gather_coalesced
+	                              * copies every parameter's slice from every rank (nanotron
+	                              * distributed.py); 0: one flat buffer per bucket (Megatron) */
 	int glu_eager;               /* a gated MLP (SwiGLU) run as separate PyTorch ops: the
 	                              * activation saves its input gate, the product saves act(gate)
 	                              * and up, so act(gate) is kept too (nanotron GLUActivation,

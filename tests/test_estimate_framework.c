@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), host-side copies of ZeRO-0/1 syncs (dp_host_copies) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -86,6 +86,28 @@ static void test_tp_regather(const struct model *m8, const struct hw *h0)
 	CHECK_REL(e1.kind[0].compute_s, e0.kind[0].compute_s, 1e-9, "the re-gather computes nothing");
 }
 
+/* A ZeRO-0/1 sync done tensor by tensor (nanotron's *_coalesced helpers) costs the host one
+ * eager op per copy, counted from the helpers' code: with B DDP buckets of 16-bit gradients
+ * (25 MiB each, torch DDP's default), T parameter tensors (8B: 32 blocks x 6 + embedding,
+ * final norm and head = 195) and n data-parallel ranks, ZeRO-0 copies B + T and ZeRO-1
+ * n*B + T + 2n + n*T, all exposed. 8B at tp 2, dp 4. */
+static void test_dp_host_copies(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e[2][2];
+	for (int z = 0; z < 2; z++)
+		for (int on = 0; on < 2; on++)
+			if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", z ? "1" : "0",
+					  "dp_host_copies", on ? "1" : "0"), &p, &e[z][on])) return;
+	double n = 4, T = 32 * 6 + 3, B = ceil(e[0][0].kind[0].params * 2 / (25.0 * 1048576));
+	CHECK_REL(e[0][1].kind[0].dp_exposed_s - e[0][0].kind[0].dp_exposed_s, (B + T) * h->host_op_s, 1e-9,
+		  "ZeRO-0: each bucket's tensors copied back out of its flat buffer");
+	CHECK_REL(e[1][1].kind[0].dp_exposed_s - e[1][0].kind[0].dp_exposed_s, (n * B + T + 2 * n + n * T) * h->host_op_s, 1e-9,
+		  "ZeRO-1: per-rank flattening of every bucket and per-rank copies of every parameter");
+	CHECK_REL(e[1][1].step_time_s - e[1][0].step_time_s, (n * B + T + 2 * n + n * T) * h->host_op_s, 1e-9,
+		  "the copies are in the step's critical path");
+}
+
 /* A SwiGLU run as two PyTorch ops (act(gate), then the product) keeps act(gate) for the
  * product's backward beside gate|up and the product: one more 2-byte tensor of the
  * intermediate width per token and layer, cut by TP. 8B (intermediate 14336), tp 2, one
@@ -137,6 +159,7 @@ int main(void)
 	test_bf16_states(&m8, &h);
 	test_tp_regather(&m8, &h);
 	test_glu_eager(&m8, &h);
+	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
 	return test_summary("test_estimate_framework");
 }

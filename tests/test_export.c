@@ -133,7 +133,9 @@ static void test_nanotron(void)
 	CHECK(strstr(out, "# no equivalent: gradient reduction not overlapped") != NULL, "nanotron: DDP overlaps");
 	/* a fused SwiGLU: nanotron's GLUActivation always runs act(gate) * up as two ops */
 	CHECK(strstr(out, "# no equivalent: fused SwiGLU") != NULL, "nanotron: its SwiGLU is not fused");
-	CHECK(notes == 4, "nanotron: 4 notes, got %d", notes);
+	/* nor one whose ZeRO-1 syncs run through flat buffers: nanotron copies tensor by tensor */
+	CHECK(strstr(out, "# no equivalent: ZeRO-1 syncs through flat buffers") != NULL, "nanotron: its syncs copy per tensor");
+	CHECK(notes == 5, "nanotron: 5 notes, got %d", notes);
 	free(out);
 }
 

@@ -143,6 +143,8 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 	/* Megatron's MLP without the fused kernel runs the swiglu as torch ops (glu in
 	 * transformer/mlp.py), keeping act(gate) as the estimate's glu_eager does */
 	if (m->mlp == MLP_SWIGLU && p->glu_eager) flag0(o, "--no-bias-swiglu-fusion");
+	if (export_grad_applies(p) && p->zero <= 1 && p->dp_host_copies)
+		export_noeq(o, "gradient syncs copied tensor by tensor on the host; Megatron-LM reduces its contiguous buffers");
 	if (p->sp && p->tp > 1 && !p->tp_regather)
 		export_noeq(o, "SP keeping the gathered inputs of the column-parallel layers; Megatron-LM always gathers them again in backward");
 	switch (p->zero) {

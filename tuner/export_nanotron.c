@@ -30,6 +30,8 @@ static int write_nanotron(struct out *o, const struct plan *p, const struct mode
 	/* SP: keep the column-parallel inputs sharded and gather them again in backward, or keep
 	 * them gathered (ParallelismArgs.tp_recompute_allgather) */
 	if (p->sp && p->tp > 1) fprintf(f, "  tp_recompute_allgather: %s\n", p->tp_regather ? "true" : "false");
+	if (export_grad_applies(p) && p->zero <= 1 && !p->dp_host_copies)
+		export_noeq(o, "ZeRO-%d syncs through flat buffers; nanotron's *_coalesced helpers copy every tensor on the host", p->zero);
 	if (m->mlp == MLP_SWIGLU && !p->glu_eager)
 		export_noeq(o, "fused SwiGLU; nanotron's GLUActivation runs act(gate) * up as two torch ops");
 	/* nanotron's data parallelism is torch DDP, whose bucketed all-reduce always overlaps the
