@@ -82,7 +82,7 @@ ifeq ($(HAVE_NVCC)$(if $(CUDA_SRC),1),11)
 CUDA_LIB := build/libscaleplan_cuda.a
 endif
 
-.PHONY: all test asan bench bench-comm bench-loop check clean cuda deps fuzz fuzz-build gpu-test validate
+.PHONY: all test asan bench bench-comm bench-loop check clean cuda deps fuzz fuzz-build gpu-build gpu-test validate
 all: $(BIN) $(TEST_BIN) $(if $(NOMPI_DEFS),,$(MPI_TEST_BIN)) $(FAILIO) $(if $(SAN),,$(CUDA_LIB))
 
 $(BIN): $(B)/cli/main.o $(LAYER_LIBS)
@@ -123,24 +123,64 @@ $(B)/bench/bench: $(BENCH_SRC) $(LAYER_LIBS)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(BENCH_SRC) $(LAYER_LIBS) $(LDLIBS)
 
-# CUDA kernels share the reference kernels' signatures; compiled whenever nvcc exists,
-# even on machines without a GPU, so a broken kernel fails the build here.
+# --- CUDA. Every .cu is compiled whenever nvcc exists, even on machines without a GPU, so a
+# broken kernel fails the build here; objects carry sm_90 (H100/H200) and sm_80 (A100) code.
+# CUDA_INC / CUDA_LDFLAGS add -I / -L for headers and libraries outside the toolkit (cuDNN and
+# NCCL installed as Python wheels). `make gpu-test` needs a GPU: it builds and runs the checks
+# of every CUDA kernel against its CPU reference, then the attention benchmark. The GPU
+# programs link only the CUDA objects they test and the reference kernels of kernels/cpu.h,
+# compiled here with GPU_CC (a plain C compiler: no MPI, no host libraries but OpenBLAS's cblas,
+# which linear.c and attention.c call, hence -lopenblas).
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+CUDA_INC ?=
+CUDA_LDFLAGS ?=
+GPU_CC ?= cc
+NVCC_FLAGS := -std=c++17 $(CUDA_ARCH) -I. $(CUDA_INC) -Xcompiler -Wall,-Wextra -MMD -MP
+GPU_REF_SRC := kernels/attention.c kernels/linear.c kernels/loss.c kernels/moe.c kernels/optim.c kernels/pointwise.c
+GPU_REF_OBJ := $(GPU_REF_SRC:%.c=build/gpu/ref/%.o)
+GPU_BF16_OBJ := $(patsubst %.cu,build/cuda/%.o,$(wildcard kernels/cuda_bf16*.cu))
+GPU_LT_OBJ := $(patsubst %.cu,build/cuda/%.o,$(wildcard kernels/cublaslt*.cu))
+GPU_ATT_OBJ := $(patsubst %.cu,build/cuda/%.o,$(wildcard kernels/cudnn_attention*.cu))
+GPU_LDLIBS := $(CUDA_LDFLAGS) -lopenblas -lm
+GPU_TESTS := build/gpu/test_kernels_cuda build/gpu/test_bf16_cuda build/gpu/test_gemm_attention_cuda
 cuda: $(CUDA_LIB)
 build/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $<"
-	$(Q)$(NVCC) -O3 -std=c++17 -arch=sm_90 -I. -c -o $@ $<
+	$(Q)$(NVCC) -O3 $(NVCC_FLAGS) -c -o $@ $<
 build/libscaleplan_cuda.a: $(CUDA_SRC:%.cu=build/cuda/%.o)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
-
-# Every CUDA kernel against its CPU reference; needs a GPU, so it is not part of `test`.
-build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu $(CUDA_LIB) $(B)/libkernels.a
+build/gpu/ref/%.o: %.c
 	@mkdir -p $(dir $@)
-	@echo "  NVCC    $<"
-	$(Q)$(NVCC) -O2 -std=c++17 -arch=sm_90 -I. -o $@ $< $(CUDA_LIB) $(B)/libkernels.a -lcublas -lopenblas -lm
-gpu-test: build/gpu/test_kernels_cuda
-	$(Q)build/gpu/test_kernels_cuda
+	@echo "  CC      $< (GPU reference)"
+	$(Q)$(GPU_CC) -std=c11 -O2 -Wall -Wextra -I. -c -o $@ $<
+
+build/gpu/test_kernels_cuda: tests/gpu/test_kernels_cuda.cu build/cuda/kernels/cuda_kernels.o \
+		build/cuda/kernels/cuda_attention.o $(GPU_REF_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $@"
+	$(Q)$(NVCC) -O2 $(NVCC_FLAGS) -o $@ $(filter %.cu %.o,$^) -lcublas $(GPU_LDLIBS)
+build/gpu/test_bf16_cuda: tests/gpu/test_bf16_cuda.cu tests/gpu/test_bf16_moe.cu $(GPU_BF16_OBJ) $(GPU_REF_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $@"
+	$(Q)$(NVCC) -O2 $(NVCC_FLAGS) -o $@ $(filter %.cu %.o,$^) $(GPU_LDLIBS)
+build/gpu/test_gemm_attention_cuda: tests/gpu/test_gemm_attention_cuda.cu $(GPU_LT_OBJ) $(GPU_ATT_OBJ) \
+		$(GPU_BF16_OBJ) $(GPU_REF_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $@"
+	$(Q)$(NVCC) -O2 $(NVCC_FLAGS) -o $@ $(filter %.cu %.o,$^) -lcudnn -lcublasLt $(GPU_LDLIBS)
+build/gpu/bench_attention_cuda: tests/gpu/bench_attention_cuda.cu $(GPU_ATT_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $@"
+	$(Q)$(NVCC) -O2 $(NVCC_FLAGS) -o $@ $(filter %.cu %.o,$^) -lcudnn $(CUDA_LDFLAGS)
+gpu-build: $(GPU_TESTS) build/gpu/bench_attention_cuda
+# `make` links the GPU programs too (they need no GPU to build)
+all: $(if $(SAN),,$(if $(CUDA_LIB),gpu-build))
+# every check runs even after a failure; the target fails if any did
+gpu-test: gpu-build
+	$(Q)rc=0; for t in $(GPU_TESTS); do echo "== $$t"; $$t || rc=1; done; \
+		echo "== build/gpu/bench_attention_cuda"; build/gpu/bench_attention_cuda || rc=1; exit $$rc
 
 test: all
 	$(Q)tests/run.sh $(B) $(BIN)
