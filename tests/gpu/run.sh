@@ -13,7 +13,9 @@
 #            for sm_90 and the prerequisites of the Makefile's gpu-test target; sm_80 where the
 #            Makefile's CUDA_ARCH has it, else every .cu compiled for sm_80 in the background
 #   kernels  each gpu-test program (every CUDA kernel against its CPU reference)
-#   nccl     tests/cuda/nccl_smoke.c on one rank, bootstrapped by the one-rank world
+#   nccl     tests/cuda/nccl_smoke.c and nccl_watchdog.c (a receive that never completes must
+#            end after its 2 s timeout, every communicator aborted) on one rank, bootstrapped
+#            by the one-rank world
 #   tiny     3 steps of the tiny model with --backend cuda and --backend cpu: losses within
 #            bf16 tolerance (2^-7 relative: bf16 keeps 8 significant bits, so one rounding of
 #            a value is within 2^-8 of it; twice that allows for the roundings of 3 steps)
@@ -308,18 +310,30 @@ stage_kernels() {
 	fi
 }
 
+# tests/cuda/nccl_smoke.c (every collective on one rank) and tests/cuda/nccl_watchdog.c (a
+# receive that never completes ends after its timeout with every communicator aborted), each
+# on one rank whose NCCL world the one-rank communicator bootstraps: no MPI
 stage_nccl() {
-	local B out=$WORK/nccl_smoke
+	local B prog out
 	B=$(dirname "$(cat "$WORK/bin")")
-	gcc -std=c11 -O1 -I. -o "$out" tests/cuda/nccl_smoke.c build/libscaleplan_cuda.a $B/libruntime.a \
-		$B/libkernels.a $B/libsim.a $LDFLAGS -lnccl -lcudart -lstdc++ -lcjson -lsqlite3 -lglpk \
-		-lopenblas -lm -lpthread || { result nccl "nccl_smoke does not link" "1 rank, no MPI" FAIL; return 1; }
-	timeout 60 "$out" | tee "$WORK/nccl.log"
-	if counts "$WORK/nccl.log" && [ "$F" -eq 0 ] && ! grep -qi 'no GPU' "$WORK/nccl.log"; then
-		result nccl "$P passed, $F failed" "1 rank, no MPI" pass
-	else
-		result nccl "$(tail -n 1 "$WORK/nccl.log")" "1 rank, no MPI" FAIL
-	fi
+	for prog in nccl_smoke nccl_watchdog; do
+		out=$WORK/$prog
+		# shellcheck disable=SC2086
+		if ! gcc -std=c11 -O1 -I. -o "$out" tests/cuda/$prog.c build/libscaleplan_cuda.a $B/libruntime.a \
+			$B/libkernels.a $B/libsim.a $LDFLAGS -lnccl -lcudart -lstdc++ -lcjson -lsqlite3 -lglpk \
+			-lopenblas -lm -lpthread; then
+			result "$prog" "does not link" "1 rank, no MPI" FAIL
+			continue
+		fi
+		timeout 60 "$out" >"$WORK/$prog.out" 2>&1
+		local rc=$?
+		cat "$WORK/$prog.out"
+		if counts "$WORK/$prog.out" && [ "$F" -eq 0 ] && [ $rc -eq 0 ] && ! grep -qi 'no GPU' "$WORK/$prog.out"; then
+			result "$prog" "$P passed, $F failed" "1 rank, no MPI" pass
+		else
+			result "$prog" "rc $rc: $(grep -v '^watchdog:' "$WORK/$prog.out" | tail -n 1)" "1 rank, no MPI" FAIL
+		fi
+	done
 }
 
 # --- tiny: cuda against cpu -------------------------------------------------------------------
