@@ -110,8 +110,10 @@ static int set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr,
 	return st == CUBLAS_STATUS_SUCCESS ? 0 : lt_err(err, "cublasLtMatmulDescSetAttribute", st);
 }
 
-/* Descriptors, layouts and the heuristic's first algorithm for key k (stored in e). */
-static int entry_build(struct cublaslt *g, struct gemm_entry *e, const struct gemm_key *k, char *err)
+/* Descriptors, layouts and the heuristic's first algorithm for key k (stored in e). The bias
+ * pointer is set before the query: the heuristic reads its alignment from it. */
+static int entry_build(struct cublaslt *g, struct gemm_entry *e, const struct gemm_key *k, const void *bias,
+                       char *err)
 {
 	memset(e, 0, sizeof *e);
 	e->key = *k;
@@ -125,6 +127,8 @@ static int entry_build(struct cublaslt *g, struct gemm_entry *e, const struct ge
 	if (!rc) rc = set_desc(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi, err);
 	if (!rc && epi == CUBLASLT_EPILOGUE_BIAS)
 		rc = set_desc(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &btype, sizeof btype, err);
+	if (!rc && epi == CUBLASLT_EPILOGUE_BIAS)
+		rc = set_desc(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias, err);
 	if (rc) { cublasLtMatmulDescDestroy(e->desc); return -1; }
 	/* stored (pre-op) shapes: A is m x k, or k x m when transposed; B is k x n, or n x k */
 	st = cublasLtMatrixLayoutCreate(&e->a, CUDA_R_16BF, k->transa ? k->k : k->m, k->transa ? k->m : k->k, k->lda);
@@ -164,7 +168,7 @@ static int entry_build(struct cublaslt *g, struct gemm_entry *e, const struct ge
 	return 0;
 }
 
-static struct gemm_entry *entry_get(struct cublaslt *g, const struct gemm_key *k, char *err)
+static struct gemm_entry *entry_get(struct cublaslt *g, const struct gemm_key *k, const void *bias, char *err)
 {
 	struct gemm_entry *freeslot = NULL;
 	for (int i = 0; i < CACHE_SLOTS; i++) {
@@ -177,7 +181,7 @@ static struct gemm_entry *entry_get(struct cublaslt *g, const struct gemm_key *k
 		g->next = (g->next + 1) % CACHE_SLOTS;
 		entry_release(freeslot);
 	}
-	return entry_build(g, freeslot, k, err) ? NULL : freeslot;
+	return entry_build(g, freeslot, k, bias, err) ? NULL : freeslot;
 }
 
 /* One matmul D = op(A)·op(B) + beta·D (C and D are the same buffer). */
@@ -195,7 +199,7 @@ static int matmul(struct cublaslt *g, struct gemm_key k, const void *A, const vo
 		return 0;
 	}
 	if (k.k <= 0) return 0;
-	struct gemm_entry *e = entry_get(g, &k, err);
+	struct gemm_entry *e = entry_get(g, &k, bias, err);
 	if (!e) return -1;
 	if (bias && set_desc(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias, err)) return -1;
 	const float one = 1.0f, beta = k.beta_one ? 1.0f : 0.0f;

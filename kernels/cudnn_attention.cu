@@ -100,6 +100,15 @@ static int check_shape(const struct att_shape *sh, char *err)
 	return -1;
 }
 
+/* the graphs declare 16-byte aligned tensors */
+static int check_aligned(const struct att_shape *sh, const void *const *p, int n, char *err)
+{
+	for (int i = 0; i < n; i++)
+		if ((uintptr_t)p[i] % 16)
+			return att_err(err, sh, "a buffer is not 16-byte aligned", CUDNN_STATUS_BAD_PARAM);
+	return 0;
+}
+
 static struct att_entry *entry_get(struct cudnn_att *a, const struct att_shape *sh, char *err)
 {
 	struct att_entry *slot = NULL;
@@ -179,6 +188,7 @@ int cudnn_att_forward(struct cudnn_att *a, bf16_t *out, float *lse, const bf16_t
 	const size_t hd = (size_t)H * d, kvd = (size_t)Hkv * d;
 	const int64_t uids[7] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_NEGINF};
 	void *const ptrs[7] = {(void *)qkv, (void *)(qkv + hd), (void *)(qkv + hd + kvd), out, lse, &e->scale, &e->neginf};
+	if (check_aligned(&sh, ptrs, 5, err)) return -1;
 	return execute(a, e, 7, uids, ptrs, s, err);
 }
 
@@ -202,5 +212,6 @@ int cudnn_att_backward(struct cudnn_att *a, bf16_t *dqkv, const bf16_t *dout, co
 	void *const ptrs[14] = {(void *)qkv, (void *)(qkv + hd), (void *)(qkv + hd + kvd), (void *)out, (void *)lse,
 	                        (void *)dout, dqkv, dqkv + hd, dqkv + hd + kvd, &e->scale, &e->neginf, &e->one,
 	                        rowsum, dq_acc};
+	if (check_aligned(&sh, ptrs, 9, err)) return -1;
 	return execute(a, e, 14, uids, ptrs, s, err);
 }
