@@ -39,6 +39,15 @@ NOMPI_DEFS := -DSCALEPLAN_NOMPI
 NOMPI_OUT := runtime/comm_mpi.c
 endif
 
+# CUDA=1: the binary links the CUDA backend row (kern_cuda_ops of kernels/backend_cuda.cu, in
+# build/libscaleplan_cuda.a), so that `run --backend cuda` exists; objects, tests and binary go
+# to $(B)-cuda/ (binary $(B)-cuda/scaleplan). Without it the row's weak reference stays NULL.
+ifeq ($(CUDA),1)
+B := $(B)-cuda
+CUDA_BIN_LIBS = -Wl,--undefined=kern_cuda_ops build/libscaleplan_cuda.a $(B)/libkernels.a $(CUDA_LDFLAGS) \
+	-L/usr/local/cuda/lib64 -lcudart -lcublasLt -lcublas -lcudnn -lnccl -lstdc++
+endif
+
 WARN := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wshadow
 CFLAGS ?= $(OPT) -g
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) $(NOMPI_DEFS) -I. -Ibuild/gen -MMD -MP
@@ -74,6 +83,11 @@ ifneq ($(filter 1,$(SAN) $(NOMPI)),)
 BIN := $(B)/scaleplan
 else
 BIN := scaleplan
+endif
+ifeq ($(CUDA),1)
+BIN := $(B)/scaleplan
+LDLIBS += $(CUDA_BIN_LIBS)
+$(BIN) $(TEST_BIN) $(MPI_TEST_BIN): build/libscaleplan_cuda.a
 endif
 
 CUDA_SRC := $(wildcard kernels/*.cu runtime/*.cu)

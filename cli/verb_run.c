@@ -1,18 +1,23 @@
-/* run — `scaleplan run`: execute a plan for real on the CPU runtime, one MPI rank per GPU of
- * the plan (mpirun -np N). Every rank parses the same flags; errors every rank sees alike are
- * printed once, by rank 0, and every rank exits with the same code. Rank 0 prints the
- * per-step lines, writes the trace, the weights dump and the database rows. */
+/* run — `scaleplan run`: execute a plan for real, one MPI rank per GPU of the plan (mpirun -np
+ * N), on the compute backend --backend names (kernels/backend.h: cpu, or cuda in a build that
+ * links the CUDA backend; the default is kern_choose's). Every rank parses the same flags;
+ * errors every rank sees alike are printed once, by rank 0, and every rank exits with the same
+ * code. Rank 0 prints the per-step lines, writes the trace, the weights dump and the database
+ * rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "kernels/backend.h"
 #include "reports/json_out.h"
 #include "reports/trace.h"
 #include "runtime/ckpt.h"
 #include "runtime/data.h"
 #include "runtime/train.h"
+#include "sim/estimate.h"
+#include "sim/hw.h"
 #include "sim/outfile.h"
 #include "sim/util.h"
 #include "tuner/store.h"
@@ -28,6 +33,9 @@ struct run_opts {
 	double timeout_s;
 	long finalist_id;          /* --id: a stored finalist's plan, recorded with the run */
 	int json, no_db;
+	enum kern_want backend;    /* --backend */
+	const char *backend_name;  /* the row chosen (kern_choose) */
+	double predicted_live_bytes; /* the simulator's live peak of the plan, worst rank */
 };
 
 static void run_usage(FILE *f)
@@ -36,8 +44,8 @@ static void run_usage(FILE *f)
 		"usage: mpirun -np N scaleplan run --model M PLAN-FLAGS [--steps K] [--seed S] [--data FILE]\n"
 		"           [--db PATH | --no-db] [--id N] [--trace FILE.json] [--json] [--save DIR [--save-every K]]\n"
 		"           [--resume DIR] [--dump-weights FILE] [--lr X] [--comm-timeout S]\n"
-		"           [--bucket-params N] [--finalist ID]\n\n"
-		"Trains the model with the plan on the CPU runtime, one MPI rank per GPU of the plan\n"
+		"           [--bucket-params N] [--finalist ID] [--backend cpu|cuda]\n\n"
+		"Trains the model with the plan on the runtime, one MPI rank per GPU of the plan\n"
 		"(--gpus defaults to the number of ranks). Every parallel dimension runs: tp (with --sp),\n"
 		"pp with each --schedule (and --vpp for interleaved), cp (ring attention over zig-zag\n"
 		"rows), ep (MoE experts split inside dp*cp; needs tp 1), and dp with --zero 0-3; ZeRO-3\n"
@@ -53,6 +61,13 @@ static void run_usage(FILE *f)
 	fprintf(f,
 		"Arithmetic is fp32 whatever --precision says; --gpu (default " DEFAULT_GPU ") only feeds\n"
 		"the plan's validation.\n\n"
+		"  --backend B        where the kernels run: cpu (the fp32 reference kernels) or cuda (one\n"
+		"                     GPU per rank, rank r on GPU r mod the GPUs visible; a build with\n"
+		"                     `make CUDA=1`). Default: cuda when this build has it and a GPU is\n"
+		"                     visible, else cpu. A GPU backend runs tp = pp = cp = ep = 1 plans\n"
+		"                     without --save/--resume for now\n"
+		);
+	fprintf(f,
 		"  --steps K          train until K optimizer steps are done (a resumed run counts the\n"
 		"                     checkpoint's steps), default 10\n"
 		"  --seed S           initial weights and synthetic data (default 1234); same seed and\n"
@@ -68,7 +83,11 @@ static void run_usage(FILE *f)
 		"                     peak_mem_bytes_per_rank, peak_rss_bytes_per_rank; then one\n"
 		"                     {\"summary\": {steps, mean_step_time_s, tokens_per_s (the first step\n"
 		"                     left out when there are more), peak_mem_bytes_per_rank (over the\n"
-		"                     run), final_loss, plan}}\n"
+		"                     run), final_loss, backend, backend_peak_bytes_per_rank (the high-\n"
+		"                     water mark of the backend allocator's bytes while training),\n"
+		"                     predicted_live_peak_bytes\n"
+		"                     (`sim`'s live-tensor peak of the plan, worst rank, at the plan's\n"
+		"                     --precision), plan}}\n"
 		"  --trace FILE.json  measured Chrome Trace Event JSON: ph \"X\" events, pid = rank,\n"
 		"                     tid = stream (thread_name metadata; cat repeats it): 0 \"compute\"\n"
 		"                     (F, B, W, BW: args {mb, chunk, stage, layers: count,\n"
@@ -77,6 +96,8 @@ static void run_usage(FILE *f)
 		"                     end; at ZeRO-3 each unit's gather from its call to its wait and\n"
 		"                     the step's final wait for the unit reduce-scatters),\n"
 		"                     ts/dur in microseconds since the ranks' common start\n"
+		);
+	fprintf(f,
 		"  --db PATH          record the run and one measurement row per step (SQLite); --json\n"
 		"                     lines then carry run_id; `scaleplan db runs` shows them beside their\n"
 		"                     prediction\n"
@@ -114,7 +135,7 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 	if (!strcmp(a, "--no-db")) { o->no_db = 1; return 1; }
 	static const char *const with_value[] = {"--steps", "--seed", "--data", "--db", "--trace", "--save",
 						 "--save-every", "--resume", "--dump-weights", "--lr",
-						 "--comm-timeout", "--bucket-params", "--finalist", "--id"};
+						 "--comm-timeout", "--bucket-params", "--finalist", "--id", "--backend"};
 	int k = -1;
 	for (int j = 0; j < (int)(sizeof(with_value) / sizeof(with_value[0])); j++)
 		if (!strcmp(a, with_value[j])) k = j;
@@ -143,6 +164,11 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 	case 10: if (parse_double(v, "--comm-timeout", 0, 1e6, &o->timeout_s, err)) return -1; break;
 	case 12: if (parse_int(v, "--finalist", 1, 1L << 40, &o->finalist, err)) return -1; break;
 	case 13: if (parse_int(v, "--id", 1, 1L << 40, &o->finalist_id, err)) return -1; break;
+	case 14:
+		if (!strcmp(v, "cpu")) o->backend = KERN_WANT_CPU;
+		else if (!strcmp(v, "cuda")) o->backend = KERN_WANT_CUDA;
+		else return errf(err, "--backend: '%s' is not cpu or cuda", v);
+		break;
 	case 11:
 		if (parse_int(v, "--bucket-params", 1, 0x7fffffffffffL, &n, err)) return -1;
 		o->train.bucket_params = (size_t)n;
@@ -209,12 +235,32 @@ static int load_plan(struct run_opts *o, int world, struct model *m, char *err)
 	if (model_load(p->model, m, err) || hw_load(p->gpu, &h, err) || plan_prepare(p, m, &h, err) ||
 	    train_supported(p, m, err))
 		return -1;
+	struct estimate e;
+	if (estimate_plan(m, &h, p, &e, err)) return -1;
+	o->predicted_live_bytes = e.live_peak_bytes;
 	if ((o->save || o->resume) && p->zero > 0 && p->ep > 1)
 		return errf(err, "not yet supported by the runtime: --save/--resume with zero %d and ep %d (the "
 		            "optimizer state is split over two groups)", p->zero, p->ep);
 	if (p->gpus != world)
 		return errf(err, "the plan needs %d ranks (--gpus %d) but mpirun started %d; run mpirun -np %d",
 			    p->gpus, p->gpus, world, p->gpus);
+	return 0;
+}
+
+/* The backend row of this run: kern_choose over what this build has and what it sees; rank r
+ * takes GPU r mod the visible count (one node's ranks, one GPU each). */
+static int pick_backend(struct run_opts *o, int rank, char *err)
+{
+	const struct kern_ops *cuda = kern_cuda_row();
+	int gpus = cuda && cuda->device_count ? cuda->device_count() : 0;
+	const char *name = kern_choose(o->backend, cuda != NULL, gpus, err);
+	if (!name) return -1;
+	o->backend_name = name;
+	o->train.backend = kern_row(name);
+	o->train.device = o->train.backend != &kern_cpu_ops && gpus > 0 ? rank % gpus : 0;
+	if ((o->save || o->resume) && !o->train.backend->host_visible)
+		return errf(err, "--backend %s: --save and --resume are not yet supported on it (checkpoints read "
+		            "host memory); use --backend cpu", name);
 	return 0;
 }
 
@@ -260,8 +306,8 @@ static void print_step(const struct run_opts *o, const struct train_stats *st, c
 }
 
 /* the --json run's last line */
-static void print_summary(int steps, double mean_s, double tps, const double *peak_rank, int world,
-			  double last_loss, const char *plan_json)
+static void print_summary(const struct run_opts *o, int steps, double mean_s, double tps, const double *peak_rank,
+			  const double *backend_peak, int world, double last_loss, const char *plan_json)
 {
 	cJSON *doc = cJSON_CreateObject(), *sm = cJSON_AddObjectToObject(doc, "summary");
 	cJSON_AddNumberToObject(sm, "steps", steps);
@@ -270,6 +316,10 @@ static void print_summary(int steps, double mean_s, double tps, const double *pe
 	cJSON *a = cJSON_AddArrayToObject(sm, "peak_mem_bytes_per_rank");
 	for (int r = 0; r < world; r++) cJSON_AddItemToArray(a, cJSON_CreateNumber(json_fixed(peak_rank[r], 0)));
 	json_add_exact(sm, "final_loss", last_loss);
+	cJSON_AddStringToObject(sm, "backend", o->backend_name);
+	cJSON *bp = cJSON_AddArrayToObject(sm, "backend_peak_bytes_per_rank");
+	for (int r = 0; r < world; r++) cJSON_AddItemToArray(bp, cJSON_CreateNumber(json_fixed(backend_peak[r], 0)));
+	json_add_fixed(sm, "predicted_live_peak_bytes", o->predicted_live_bytes, 0);
 	cJSON_AddItemToObject(sm, "plan", cJSON_Parse(plan_json));
 	json_print(stdout, doc, 0);
 	cJSON_Delete(doc);
@@ -434,14 +484,23 @@ static int train_loop(struct job *j, char *err)
 			rc = -1;
 	}
 	int steps = train_steps_done(j->t) - first + 1;
+	/* the backend allocator's high-water mark of every rank (collective) */
+	double kpeak = (double)train_backend(j->t)->peak_bytes;
+	double *kpeak_rank = calloc((size_t)world, sizeof(double));
+	if (!rc && !kpeak_rank) rc = errf(err, "out of memory");
+	if (!rc && comm_allgather(j->x->world_comm, &kpeak, kpeak_rank, 1, COMM_F64, err)) rc = -1;
 	double mean_s = timed ? sum_s / timed : first_s, tps = mean_s > 0 ? (double)p->gbs * p->seq / mean_s : 0;
 	if (!rc && j->x->rank == 0 && !j->o.json && steps > 0)
 		printf("run: mean step time over steps %d..%ld: %.4f s, %.0f tokens/s\n", timed ? first + 1 : first,
 		       j->o.steps, mean_s, tps);
 	if (!rc && j->x->rank == 0 && j->o.json && steps > 0) {
-		print_summary(steps, mean_s, tps, peak_rank, world, last_loss, j->plan_json);
+		print_summary(&j->o, steps, mean_s, tps, peak_rank, kpeak_rank, world, last_loss, j->plan_json);
 		fflush(stdout);
 	}
+	if (!rc && j->x->rank == 0 && !j->o.json && steps > 0)
+		printf("run: backend %s, allocator peak %.4f GiB on rank 0 (sim's live peak of the plan %.4f GiB)\n",
+		       j->o.backend_name, kpeak / GIB, j->o.predicted_live_bytes / GIB);
+	free(kpeak_rank);
 	free(peak_rank);
 	free(mem);
 	return rc;
@@ -512,6 +571,7 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (!rc && load_plan(&j.o, comm_size(world), &j.m, err)) rc = EXIT_BADINPUT;
+	if (!rc && pick_backend(&j.o, rank, err)) rc = EXIT_BADINPUT;
 	if (rc) {
 		if (rank == 0) cli_error("run", "%s", err);
 		goto out;

@@ -1,4 +1,6 @@
-/* dp — bucketed gradient reduction started from backward's ready marks. */
+/* dp — bucketed gradient reduction started from backward's ready marks. The gradients, the
+ * shard and the accumulation scratch are the backend's memory (dp_cfg.k; without one, host
+ * memory through a CPU backend of dp's own): the fills and the means run through it. */
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/dp.h"
@@ -14,6 +16,8 @@ struct dp {
 	unsigned char *marked;      /* one bit per parameter: marked ready in this reduction */
 	struct comm_req **req;      /* per bucket: in-flight collective */
 	float *scratch;             /* accumulate mode: reduce-scatter lands here first */
+	struct kern *k;             /* borrowed unless own_k */
+	int own_k;
 	/* one reduction */
 	float *grads, *shard;
 	int accumulate, armed;
@@ -43,6 +47,14 @@ int dp_create(struct comm *group, size_t nparams, const struct dp_cfg *cfg, stru
 	d->group = group;
 	d->cfg = *cfg;
 	d->nparams = nparams;
+	d->k = cfg->k;
+	if (!d->k) {
+		if (kern_create(&d->k, &kern_cpu_ops, 0, err)) {
+			free(d);
+			return -1;
+		}
+		d->own_k = 1;
+	}
 	size_t bp = cfg->bucket_params ? cfg->bucket_params : dp_default_bucket_params(n);
 	size_t unit = cfg->reduce_scatter ? (size_t)n : 1;
 	bp = (bp + unit - 1) / unit * unit;
@@ -79,7 +91,8 @@ void dp_destroy(struct dp *d)
 	free(d->left);
 	free(d->marked);
 	free(d->req);
-	free(d->scratch);
+	if (d->k) kern_free(d->k, d->scratch);
+	if (d->own_k) kern_destroy(d->k);
 	free(d);
 }
 
@@ -88,7 +101,7 @@ int dp_begin(struct dp *d, float *grads, float *shard, int accumulate, char *err
 	if (d->armed) return errf(err, "dp: dp_begin while a reduction is in flight");
 	if (d->cfg.reduce_scatter && !shard) return errf(err, "dp: reduce-scatter needs a shard buffer");
 	if (accumulate && d->cfg.reduce_scatter && !d->scratch) {
-		d->scratch = malloc(d->shard_len * sizeof(float));
+		d->scratch = kern_alloc(d->k, d->shard_len * sizeof(float));
 		if (!d->scratch) return errf(err, "dp: out of memory for the accumulation buffer");
 	}
 	d->grads = grads;
@@ -97,7 +110,7 @@ int dp_begin(struct dp *d, float *grads, float *shard, int accumulate, char *err
 	for (int i = 0; i < d->nb; i++) d->left[i] = d->b[i].len;
 	memset(d->marked, 0, d->nparams / 8 + 1);
 	/* padding counts as ready: nobody marks it */
-	memset(grads + d->nparams, 0, (d->padded - d->nparams) * sizeof(float));
+	kern_zero(d->k, grads + d->nparams, (d->padded - d->nparams) * sizeof(float));
 	d->left[d->nb - 1] -= d->padded - d->nparams;
 	d->next = d->nb - 1;
 	d->armed = 1;
@@ -186,12 +199,9 @@ int dp_finish(struct dp *d, char *err)
 	if (rc) return rc;
 	/* divide rather than multiply by 1/n: the mean is then correctly rounded for any n */
 	float n = d->cfg.no_average ? 1.0f : (float)comm_size(d->group);
-	if (!d->cfg.reduce_scatter) {
-		for (size_t i = 0; i < d->nparams; i++) d->grads[i] /= n;
-	} else if (d->accumulate) {
-		for (size_t i = 0; i < d->shard_len; i++) d->shard[i] += d->scratch[i] / n;
-	} else {
-		for (size_t i = 0; i < d->shard_len; i++) d->shard[i] /= n;
-	}
+	const struct kern_ops *o = d->k->ops;
+	if (!d->cfg.reduce_scatter) o->grad_div(d->k->state, d->grads, d->nparams, n);
+	else if (d->accumulate) o->grad_add_div(d->k->state, d->shard, d->scratch, d->shard_len, n);
+	else o->grad_div(d->k->state, d->shard, d->shard_len, n);
 	return 0;
 }

@@ -20,6 +20,7 @@
 #define SCALEPLAN_DP_H
 
 #include <stddef.h>
+#include "kernels/backend.h"
 #include "runtime/comm.h"
 
 struct dp_bucket {
@@ -31,6 +32,7 @@ struct dp_cfg {
 	size_t bucket_params;   /* 0 = Megatron's max(40e6, 1e6*dp) (model.md TV-G4) */
 	int reduce_scatter;     /* 0: all-reduce (ZeRO-0); 1: reduce-scatter (ZeRO-1/2) */
 	int no_average;         /* 1: sum instead of mean */
+	struct kern *k;         /* backend of the gradient buffers (borrowed); NULL: host memory */
 };
 
 struct dp;

@@ -1,12 +1,14 @@
 /* model — the parameter table (of the single-rank model or of one rank's shard),
  * deterministic initialisation, the shard <-> single-rank layout mapping, AdamW over the flat
  * buffers with the global gradient norm, and the FLOP count. The activation table is in
- * model_acts.c, the forward and backward passes in model_pass.c. */
+ * model_acts.c, the forward and backward passes in model_pass.c. The flat buffers are the
+ * backend's memory: initialisation writes a host copy first unless the backend is host-
+ * visible, and the layout mappings copy row by row through the backend. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/cpu.h"
+#include "kernels/backend.h"
 #include "runtime/model.h"
 #include "runtime/tp.h"
 #include "runtime/zero.h"
@@ -225,10 +227,13 @@ void llama_destroy(struct llama *m)
 	free(m->specs);
 	free(m->layer);
 	free(m->held);
-	free(m->params);
-	free(m->grads);
-	free(m->m);
-	free(m->v);
+	if (m->k) {
+		kern_free(m->k, m->params);
+		kern_free(m->k, m->grads);
+		kern_free(m->k, m->m);
+		kern_free(m->k, m->v);
+		if (m->own_k) kern_destroy(m->k);
+	}
 	free(m);
 }
 
@@ -291,11 +296,12 @@ static int set_shard(struct llama *m, const struct llama_par *p, char *err)
 	return 0;
 }
 
-/* A local block of a tensor, row by row from the single-rank tensor's counter stream. */
-static void init_block(const struct llama *m, int i)
+/* A local block of a tensor, row by row from the single-rank tensor's counter stream, into
+ * `params` (a host buffer of the shard's layout). */
+static void init_block(const struct llama *m, int i, float *params)
 {
 	const struct param_spec *s = &m->specs[i];
-	float *dst = m->params + s->offset;
+	float *dst = params + s->offset;
 	if (s->cols == s->gcols) {
 		llama_param_init(m, i, (size_t)s->row0 * s->gcols, s->numel, dst);
 		return;
@@ -325,6 +331,14 @@ int llama_create_par(struct llama **out, const struct model *cfg, const struct l
 	if (o) m->opts = *o;
 	else llama_opts_default(&m->opts);
 	m->held = calloc((size_t)cfg->layers, 1);
+	m->k = par->backend;
+	if (!m->k && m->held) {
+		if (kern_create(&m->k, &kern_cpu_ops, 0, err)) {
+			llama_destroy(m);
+			return -1;
+		}
+		m->own_k = 1;
+	}
 	if (!m->held) {
 		llama_destroy(m);
 		return errf(err, "model %s: out of memory", cfg->name);
@@ -342,29 +356,33 @@ int llama_create_par(struct llama **out, const struct model *cfg, const struct l
 	m->specs = calloc((size_t)(b.n ? b.n : 1), sizeof *m->specs);
 	m->layer = calloc((size_t)cfg->layers, sizeof *m->layer);
 	const size_t np = m->n_params ? m->n_params : 1;
-	m->params = malloc(sizeof(float) * np);
-	m->grads = malloc(sizeof(float) * np);
-	m->m = malloc(sizeof(float) * np);
-	m->v = malloc(sizeof(float) * np);
-	if (!m->specs || !m->layer || !m->params || !m->grads || !m->m || !m->v) {
-		errf(err, "model %s: out of memory for %zu parameters", cfg->name, m->n_params);
+	m->params = kern_alloc(m->k, sizeof(float) * np);
+	/* explicit zeroing touches every page now rather than inside the first step */
+	m->grads = kern_zalloc(m->k, sizeof(float) * np);
+	m->m = kern_zalloc(m->k, sizeof(float) * np);
+	m->v = kern_zalloc(m->k, sizeof(float) * np);
+	float *init = m->params && !m->k->ops->host_visible ? malloc(sizeof(float) * np) : m->params;
+	if (!m->specs || !m->layer || !m->params || !m->grads || !m->m || !m->v || !init) {
+		errf(err, "model %s: out of memory for %zu parameters on backend %s", cfg->name, m->n_params,
+		     m->k->ops->name);
+		if (init != m->params) free(init);
 		llama_destroy(m);
 		return -1;
 	}
-	/* explicit zeroing touches every page now rather than inside the first step */
-	memset(m->grads, 0, sizeof(float) * np);
-	memset(m->m, 0, sizeof(float) * np);
-	memset(m->v, 0, sizeof(float) * np);
 	b = (struct spec_builder){.s = m->specs};
 	build_specs(m, &b);
-	for (int i = 0; i < m->n_specs; i++) init_block(m, i);
+	for (int i = 0; i < m->n_specs; i++) init_block(m, i, init);
+	if (init != m->params) {
+		kern_to_dev(m->k, m->params, init, sizeof(float) * m->n_params);
+		free(init);
+	}
 	*out = m;
 	return 0;
 }
 
 void llama_zero_grad(struct llama *m)
 {
-	memset(m->grads, 0, sizeof(float) * m->n_params);
+	kern_zero(m->k, m->grads, sizeof(float) * m->n_params);
 }
 
 /* ---- shard <-> single-rank layout ---------------------------------------------------- */
@@ -391,8 +409,8 @@ void llama_local_to_full(const struct llama *m, const float *local, float *full,
 		const struct param_spec *s = &m->specs[i];
 		if (owned && !owns(m, s)) continue;
 		for (int r = 0; r < s->rows; r++)
-			memcpy(full + llama_full_index(m, i, (size_t)r * s->cols), local + s->offset + (size_t)r * s->cols,
-			       sizeof(float) * (size_t)s->cols);
+			kern_to_host(m->k, full + llama_full_index(m, i, (size_t)r * s->cols),
+			             local + s->offset + (size_t)r * s->cols, sizeof(float) * (size_t)s->cols);
 	}
 }
 
@@ -401,8 +419,8 @@ void llama_full_to_local(const struct llama *m, const float *full, float *local)
 	for (int i = 0; i < m->n_specs; i++) {
 		const struct param_spec *s = &m->specs[i];
 		for (int r = 0; r < s->rows; r++)
-			memcpy(local + s->offset + (size_t)r * s->cols, full + llama_full_index(m, i, (size_t)r * s->cols),
-			       sizeof(float) * (size_t)s->cols);
+			kern_to_dev(m->k, local + s->offset + (size_t)r * s->cols,
+			            full + llama_full_index(m, i, (size_t)r * s->cols), sizeof(float) * (size_t)s->cols);
 	}
 }
 
@@ -437,16 +455,18 @@ static void adamw_all(struct llama *m, const struct adamw_opts *o, float scale)
 	m->step++;
 	for (int i = 0; i < m->n_specs; i++) {
 		const struct param_spec *s = &m->specs[i];
-		adamw_step(m->params + s->offset, m->grads + s->offset, m->m + s->offset, m->v + s->offset,
-		           s->numel, o->lr, o->beta1, o->beta2, o->eps, s->decay ? o->weight_decay : 0.0f,
-		           m->step, scale);
+		m->k->ops->adamw_step(m->k->state, m->params + s->offset, m->grads + s->offset, m->m + s->offset,
+		                      m->v + s->offset, s->numel, o->lr, o->beta1, o->beta2, o->eps,
+		                      s->decay ? o->weight_decay : 0.0f, m->step, scale);
 	}
 }
 
 float llama_step(struct llama *m, const struct adamw_opts *o)
 {
-	float sumsq = 0.0f;
-	grad_sumsq(&sumsq, m->grads, m->n_params);
+	/* grad_sumsq's float sum of squares, formed from its double sum */
+	double acc = 0.0;
+	m->k->ops->grad_sumsq_acc(m->k->state, &acc, m->grads, m->n_params);
+	float sumsq = 0.0f + (float)acc;
 	adamw_all(m, o, grad_clip_factor(sumsq, o->max_grad_norm));
 	return sqrtf(sumsq);
 }
@@ -457,8 +477,7 @@ double llama_grad_sumsq(const struct llama *m)
 	for (int i = 0; i < m->n_specs; i++) {
 		const struct param_spec *s = &m->specs[i];
 		if (!owns(m, s)) continue;
-		const float *g = m->grads + s->offset;
-		for (size_t j = 0; j < s->numel; j++) sq += (double)g[j] * g[j];
+		m->k->ops->grad_sumsq_acc(m->k->state, &sq, m->grads + s->offset, s->numel);
 	}
 	return sq;
 }

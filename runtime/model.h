@@ -8,6 +8,12 @@
  * params, grads, and AdamW's m and v — described by the table specs[] (one entry per tensor,
  * offsets in floats). struct llama_acts owns one micro-batch's activations: one float slab
  * and one int slab, sized from its own spec table; create one per micro-batch in flight.
+ * Every kernel runs through the compute backend (kernels/backend.h) the model was created
+ * with, and every one of those buffers is that backend's memory, allocated by its tracking
+ * allocator: the host reads them only through the backend's copies (losses, MoE statistics,
+ * the shard <-> single-rank mappings below, which take backend memory on the shard side and
+ * host memory on the single-rank side). The backend is borrowed from llama_par (it must
+ * outlive the model and its activations); without one the model makes and owns a CPU one.
  * Units: element counts; losses in nats.
  *
  * Invariant a reader could not guess: within a layer, tensors that are used as one fused GEMM
@@ -27,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "kernels/backend.h"
 #include "runtime/comm.h"
 #include "sim/model.h"
 
@@ -86,6 +93,7 @@ struct llama_par {
 	 * means exactly that */
 	struct comm *ep;
 	int expert_begin, expert_end;
+	struct kern *backend;   /* borrowed; NULL: a CPU backend of the model's own */
 };
 /* The single-rank description: no TP, every layer, embedding and head. */
 void llama_par_default(struct llama_par *p);
@@ -98,6 +106,8 @@ struct llama_layer_offsets { /* offsets into the flat buffers; SIZE_MAX when abs
 };
 
 struct llama {
+	struct kern *k;                    /* the compute backend (owned when own_k) */
+	int own_k;
 	struct model cfg;
 	struct llama_opts opts;
 	int n_specs;
@@ -198,6 +208,9 @@ struct llama_acts {
 	float *dln, *datt, *dh, *dxe, *dhe, *dtopw, *att_scratch; /* backward scratch */
 	float *tp_buf, *ce_scratch;  /* tp > 1: (N, C) partial sums; vocab-parallel CE scratch */
 	float *moe_stats;            /* cp > 1: (2, E) expert counts and probability sums */
+	struct kern *k;              /* the model's backend, borrowed; the slabs are its memory */
+	float *host;                 /* host memory: (N) losses, then (3, E) MoE statistics and frac */
+	int *ihost;                  /* host memory: (E + 1) a MoE layer's expert row offsets */
 	int failed;                  /* a collective failed: err says which; results are invalid */
 	char err[256];
 	/* activation recomputation: rc[l] is layer l's mode (NULL: none kept out); the slots a

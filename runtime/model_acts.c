@@ -1,11 +1,13 @@
 /* model_acts — the activation table of a model or shard (runtime/model.h): every tensor a
  * forward keeps for its backward, per layer, counted in a first pass and laid out in slabs in
  * a second (with split weight gradients and per-layer recompute modes), plus the EP dispatch
- * batches and the RoPE table at this rank's CP positions. Parameters: model.c. */
+ * batches and the RoPE table at this rank's CP positions. Parameters: model.c. The slabs are
+ * the model's backend's memory (its tracking allocator); a small host buffer receives what
+ * the passes read back (losses, MoE statistics). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/cpu.h"
+#include "kernels/backend.h"
 #include "runtime/cp.h"
 #include "runtime/ep.h"
 #include "runtime/model.h"
@@ -183,8 +185,12 @@ void llama_acts_destroy(struct llama_acts *a)
 	free(a->rc);
 	free(a->specs);
 	free(a->l);
-	free(a->slab);
-	free(a->islab);
+	if (a->k) {
+		kern_free(a->k, a->slab);
+		kern_free(a->k, a->islab);
+	}
+	free(a->host);
+	free(a->ihost);
 	free(a);
 }
 
@@ -202,13 +208,13 @@ static int acts_parallel(const struct llama *m, struct llama_acts *a, char *err)
 				return -1;
 	}
 	if (m->cp_size == 1) {
-		rope_table(a->rope_tab, NULL, a->T, c->head_dim, c->rope_theta);
+		m->k->ops->rope_table(m->k->state, a->rope_tab, NULL, a->T, c->head_dim, c->rope_theta);
 		return 0;
 	}
 	int *pos = malloc(sizeof(int) * (size_t)a->T);
 	if (!pos) return errf(err, "activations: out of memory");
 	int rc = cp_positions(pos, a->T_seq, m->cp_size, m->cp_rank, err);
-	if (!rc) rope_table(a->rope_tab, pos, a->T, c->head_dim, c->rope_theta);
+	if (!rc) m->k->ops->rope_table(m->k->state, a->rope_tab, pos, a->T, c->head_dim, c->rope_theta);
 	free(pos);
 	return rc;
 }
@@ -223,6 +229,9 @@ int llama_acts_create_rc(struct llama_acts **out, const struct llama *m, int B, 
 {
 	*out = NULL;
 	if (B <= 0 || T <= 0) return errf(err, "activations: B (%d) and T (%d) must be positive", B, T);
+	if (m->k->ops->act_bytes != sizeof(float))
+		return errf(err, "activations: backend %s keeps %zu-byte activations; the runtime addresses fp32 "
+		            "activations only", m->k->ops->name, m->k->ops->act_bytes);
 	if (T % (2 * m->cp_size) && m->cp_size > 1)
 		return errf(err, "activations: context parallelism needs 2*cp (%d) to divide T (%d)", 2 * m->cp_size, T);
 	struct llama_acts *a = calloc(1, sizeof *a);
@@ -265,15 +274,18 @@ int llama_acts_create_rc(struct llama_acts **out, const struct llama *m, int B, 
 	a->n_floats = b.nf;
 	a->n_ints = b.ni;
 	a->specs = calloc((size_t)b.n, sizeof *a->specs);
-	a->slab = malloc(sizeof(float) * (b.nf ? b.nf : 1));
-	a->islab = malloc(sizeof(int) * (b.ni ? b.ni : 1));
-	if (!a->l || !a->specs || !a->slab || !a->islab) {
-		errf(err, "activations: out of memory for %zu floats", b.nf);
+	a->k = m->k;
+	/* zeroed: touches every page up front */
+	a->slab = kern_zalloc(a->k, sizeof(float) * (b.nf ? b.nf : 1));
+	a->islab = kern_zalloc(a->k, sizeof(int) * (b.ni ? b.ni : 1));
+	const size_t nh = (size_t)a->N > 3 * (size_t)m->cfg.moe_experts ? (size_t)a->N : 3 * (size_t)m->cfg.moe_experts;
+	a->host = malloc(sizeof(float) * (nh ? nh : 1));
+	a->ihost = malloc(sizeof(int) * ((size_t)m->cfg.moe_experts + 1));
+	if (!a->l || !a->specs || !a->slab || !a->islab || !a->host || !a->ihost) {
+		errf(err, "activations: out of memory for %zu floats on backend %s", b.nf, m->k->ops->name);
 		llama_acts_destroy(a);
 		return -1;
 	}
-	memset(a->slab, 0, sizeof(float) * (b.nf ? b.nf : 1)); /* touch every page up front */
-	memset(a->islab, 0, sizeof(int) * (b.ni ? b.ni : 1));
 	b = (struct act_builder){.s = a->specs};
 	walk_acts(m, a, &b, 1);
 	if (acts_parallel(m, a, err)) {

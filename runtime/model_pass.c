@@ -15,10 +15,15 @@
  * order, is that of the single-rank model. All collectives are in B passes, none in W.
  * Context parallelism replaces attention by ring attention over the zig-zag rows and makes
  * the loss and the load-balancing loss those of whole sequences; expert parallelism replaces
- * the local experts by runtime/ep's dispatch, expert MLPs and combine. */
+ * the local experts by runtime/ep's dispatch, expert MLPs and combine.
+ *
+ * Every kernel, fill and copy goes through the model's backend (K() below; kernels/backend.h);
+ * what the host reads (the losses, the MoE statistics under CP) is copied back explicitly.
+ * The vocabulary-parallel cross-entropy (runtime/tp.c), ring attention (runtime/cp.c) and the
+ * expert exchange (runtime/ep.c) still read their buffers on the host. */
 #include <stdio.h>
 #include <string.h>
-#include "kernels/cpu.h"
+#include "kernels/backend.h"
 #include "runtime/cp.h"
 #include "runtime/ep.h"
 #include "runtime/model.h"
@@ -27,6 +32,8 @@
 #define NOPE ((size_t)-1)
 #define PW(off) (m->params + (off))
 #define GW(off) (m->grads + (off))
+/* one kernel of the model's backend */
+#define K(fn, ...) m->k->ops->fn(m->k->state, __VA_ARGS__)
 
 /* Local widths: H, Hkv, q, qkv, V, F, Fe, Fs are this shard's; N the whole sequence's tokens,
  * Nl and n0 the residual stream's. */
@@ -57,14 +64,16 @@ static struct dims dims_of(const struct llama *m, const struct llama_acts *a)
 	return s;
 }
 
-static void add_into(float *y, const float *x, size_t n)
-{
-	for (size_t i = 0; i < n; i++) y[i] += x[i];
-}
-
 static float *expert_gu(const struct llama *m, float *base, int l, int e)
 {
 	return base + m->layer[l].experts + (size_t)(e - m->expert0) * 3 * m->moe_ffn_local * m->cfg.hidden;
+}
+
+/* Host copy of a MoE layer's expert row offsets (E + 1), which size the per-expert GEMMs. */
+static const int *expert_offsets(const struct llama *m, struct llama_acts *a, const struct llama_layer_acts *L)
+{
+	kern_to_host(m->k, a->ihost, L->offsets, sizeof(int) * ((size_t)m->cfg.moe_experts + 1));
+	return a->ihost;
 }
 
 /* ---- tensor-parallel steps; each is a no-op when tp == 1 and once a collective failed ---- */
@@ -111,7 +120,7 @@ static float *reduce_in(const struct llama *m, struct llama_acts *a, float *dpar
 static void gather_grad(const struct llama *m, struct llama_acts *a, float *full, const float *dres)
 {
 	const size_t C = (size_t)m->cfg.hidden;
-	memcpy(full + (size_t)a->n0 * C, dres, sizeof(float) * (size_t)a->Nl * C);
+	kern_copy_dev(m->k, full + (size_t)a->n0 * C, dres, sizeof(float) * (size_t)a->Nl * C);
 	seq_gather(m, a, full, (int)C);
 }
 
@@ -137,9 +146,9 @@ void llama_embed_forward(const struct llama *m, struct llama_acts *a, const int 
 {
 	struct dims s = dims_of(m, a);
 	if (refused(m, a, -1)) return;
-	memcpy(a->tokens, tokens, sizeof(int) * (size_t)s.N);
+	kern_to_dev(m->k, a->tokens, tokens, sizeof(int) * (size_t)s.N);
 	float *part = partial_for(m, a, a->res);
-	embedding_forward(part, a->tokens, PW(m->embed), s.N, s.C, m->vocab0, s.V);
+	K(embedding_forward, part, a->tokens, PW(m->embed), s.N, s.C, m->vocab0, s.V);
 	reduce_out(m, a, part, a->res);
 }
 
@@ -148,19 +157,19 @@ static void attn_forward(const struct llama *m, struct llama_acts *a, int l, con
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
 	const float *x = a->res + (size_t)l * s->Nl * s->C; /* (Nl, C) */
-	rmsnorm_forward(L->ln1 + (size_t)s->n0 * s->C, L->rstd1, x, PW(o->attn_norm), s->Nl, s->C, s->eps);
+	K(rmsnorm_forward, L->ln1 + (size_t)s->n0 * s->C, L->rstd1, x, PW(o->attn_norm), s->Nl, s->C, s->eps);
 	seq_gather(m, a, L->ln1, s->C);
-	linear_forward(L->qkv, L->ln1, PW(o->wqkv), o->bqkv != NOPE ? PW(o->bqkv) : NULL, s->N, s->C, s->qkv);
-	rope_forward(L->qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
+	K(linear_forward, L->qkv, L->ln1, PW(o->wqkv), o->bqkv != NOPE ? PW(o->bqkv) : NULL, s->N, s->C, s->qkv);
+	K(rope_forward, L->qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
 	if (m->cp_size == 1)
-		attention_forward(L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+		K(attention_forward, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
 	else if (!a->failed)
 		fail(a, cp_attention_forward(m->cp, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d,
 		                             a->err));
 	float *part = partial_for(m, a, L->mid);
-	linear_forward(part, L->att, PW(o->wo), NULL, s->N, s->q, s->C);
+	K(linear_forward, part, L->att, PW(o->wo), NULL, s->N, s->q, s->C);
 	reduce_out(m, a, part, L->mid);
-	add_into(L->mid, x, (size_t)s->Nl * s->C);
+	K(add, L->mid, x, (size_t)s->Nl * s->C);
 }
 
 /* Switch's load-balancing loss of the whole sequences under CP: the expert counts and router
@@ -169,40 +178,38 @@ static void attn_forward(const struct llama *m, struct llama_acts *a, int l, con
 static void moe_aux_cp(const struct llama *m, struct llama_acts *a, struct llama_layer_acts *L, const struct dims *s)
 {
 	const int N = s->N, E = s->E, k = s->k;
-	float *cnt = a->moe_stats, *psum = a->moe_stats + E;
-	for (int e = 0; e < E; e++) {
-		double p = 0.0;
-		for (int n = 0; n < N; n++) p += L->probs[(size_t)n * E + e];
-		psum[e] = (float)p;
-		cnt[e] = 0.0f;
-	}
-	for (size_t i = 0; i < (size_t)N * k; i++) cnt[L->topi[i]] += 1.0f;
+	K(moe_stats, a->moe_stats, a->moe_stats + E, L->probs, L->topi, N, E, k);
 	if (a->failed) return;
 	fail(a, comm_allreduce(m->cp, a->moe_stats, a->moe_stats, 2 * (size_t)E, COMM_F32, a->err));
 	if (a->failed) return;
+	float *cnt = a->host, *psum = a->host + E, *frac = a->host + 2 * E; /* host copies */
+	kern_to_host(m->k, cnt, a->moe_stats, sizeof(float) * 2 * (size_t)E);
 	const float Ntot = (float)N * m->cp_size;
 	double sum = 0.0;
 	for (int e = 0; e < E; e++) {
-		L->frac[e] = cnt[e] / (Ntot * k);
-		sum += (double)psum[e] * L->frac[e];
+		frac[e] = cnt[e] / (Ntot * k);
+		sum += (double)psum[e] * frac[e];
 	}
+	kern_to_dev(m->k, L->frac, frac, sizeof(float) * (size_t)E);
 	L->aux_loss = (float)(sum * E / Ntot);
 }
 
 /* Routed experts on this rank's tokens, all experts local: gather, expert MLPs. */
-static void experts_forward(const struct llama *m, struct llama_layer_acts *L, int l, const struct dims *s)
+static void experts_forward(const struct llama *m, struct llama_acts *a, struct llama_layer_acts *L, int l,
+                            const struct dims *s)
 {
 	const int N = s->N, C = s->C, E = s->E, k = s->k, Fe = s->Fe;
-	moe_dispatch(L->offsets, L->perm, L->slot_of, L->topi, N, E, k);
-	moe_gather(L->xe, L->ln2, L->perm, N, C, k);
+	K(moe_dispatch, L->offsets, L->perm, L->slot_of, L->topi, N, E, k);
+	K(moe_gather, L->xe, L->ln2, L->perm, N, C, k);
+	const int *off = expert_offsets(m, a, L);
 	for (int e = 0; e < E; e++) {
-		const size_t r = (size_t)L->offsets[e];
-		const int n = L->offsets[e + 1] - L->offsets[e];
+		const size_t r = (size_t)off[e];
+		const int n = off[e + 1] - off[e];
 		if (!n) continue;
 		const float *w = expert_gu(m, m->params, l, e);
-		linear_forward(L->gue + r * 2 * Fe, L->xe + r * C, w, NULL, n, C, 2 * Fe);
-		swiglu_forward(L->he + r * Fe, L->gue + r * 2 * Fe, n, Fe);
-		linear_forward(L->ye + r * C, L->he + r * Fe, w + (size_t)2 * Fe * C, NULL, n, Fe, C);
+		K(linear_forward, L->gue + r * 2 * Fe, L->xe + r * C, w, NULL, n, C, 2 * Fe);
+		K(swiglu_forward, L->he + r * Fe, L->gue + r * 2 * Fe, n, Fe);
+		K(linear_forward, L->ye + r * C, L->he + r * Fe, w + (size_t)2 * Fe * C, NULL, n, Fe, C);
 	}
 }
 
@@ -211,27 +218,27 @@ static void moe_forward(const struct llama *m, struct llama_acts *a, int l, cons
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
 	const int N = s->N, C = s->C, E = s->E, k = s->k;
-	linear_forward(L->rlogits, L->ln2, PW(o->router), NULL, N, C, E);
-	moe_router_forward(L->probs, L->topi, L->topw, L->rlogits, N, E, k);
+	K(linear_forward, L->rlogits, L->ln2, PW(o->router), NULL, N, C, E);
+	K(moe_router_forward, L->probs, L->topi, L->topw, L->rlogits, N, E, k);
 	if (m->cp_size > 1) moe_aux_cp(m, a, L, s);
-	else moe_aux_loss_forward(&L->aux_loss, L->frac, L->probs, L->topi, N, E, k);
-	if (m->ep_size == 1) experts_forward(m, L, l, s);
+	else K(moe_aux_loss_forward, &L->aux_loss, L->frac, L->probs, L->topi, N, E, k);
+	if (m->ep_size == 1) experts_forward(m, a, L, l, s);
 	/* single rank: y = mid + experts + shared; sharded: the partial experts + shared are
 	 * reduced first and the residual added once */
 	float *acc = m->tp_size > 1 ? a->tp_buf : y;
-	if (m->tp_size > 1) memset(acc, 0, sizeof(float) * (size_t)N * C);
-	else memcpy(acc, L->mid, sizeof(float) * (size_t)N * C);
-	if (m->ep_size == 1) moe_combine(acc, L->ye, L->topw, L->slot_of, N, C, k);
+	if (m->tp_size > 1) kern_zero(m->k, acc, sizeof(float) * (size_t)N * C);
+	else kern_copy_dev(m->k, acc, L->mid, sizeof(float) * (size_t)N * C);
+	if (m->ep_size == 1) K(moe_combine, acc, L->ye, L->topw, L->slot_of, N, C, k);
 	else if (!a->failed) fail(a, ep_forward(a->ep[l], acc, L->ln2, L->topi, L->topw, PW(o->experts), a->err));
 	if (s->Fs) {
-		linear_forward(L->sgu, L->ln2, PW(o->shared_in), NULL, N, C, 2 * s->Fs);
-		swiglu_forward(L->sh, L->sgu, N, s->Fs);
-		linear_forward(a->dln, L->sh, PW(o->shared_out), NULL, N, s->Fs, C); /* dln as scratch */
-		add_into(acc, a->dln, (size_t)N * C);
+		K(linear_forward, L->sgu, L->ln2, PW(o->shared_in), NULL, N, C, 2 * s->Fs);
+		K(swiglu_forward, L->sh, L->sgu, N, s->Fs);
+		K(linear_forward, a->dln, L->sh, PW(o->shared_out), NULL, N, s->Fs, C); /* dln as scratch */
+		K(add, acc, a->dln, (size_t)N * C);
 	}
 	if (m->tp_size > 1) {
 		reduce_out(m, a, acc, y);
-		add_into(y, L->mid, (size_t)s->Nl * C);
+		K(add, y, L->mid, (size_t)s->Nl * C);
 	}
 }
 
@@ -240,7 +247,7 @@ static void mlp_forward(const struct llama *m, struct llama_acts *a, int l, cons
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
 	float *y = a->res + (size_t)(l + 1) * s->Nl * s->C; /* (Nl, C) */
-	rmsnorm_forward(L->ln2 + (size_t)s->n0 * s->C, L->rstd2, L->mid, PW(o->mlp_norm), s->Nl, s->C, s->eps);
+	K(rmsnorm_forward, L->ln2 + (size_t)s->n0 * s->C, L->rstd2, L->mid, PW(o->mlp_norm), s->Nl, s->C, s->eps);
 	seq_gather(m, a, L->ln2, s->C);
 	if (model_layer_is_moe(&m->cfg, l)) {
 		moe_forward(m, a, l, s, y);
@@ -248,16 +255,16 @@ static void mlp_forward(const struct llama *m, struct llama_acts *a, int l, cons
 	}
 	const int F = s->F;
 	if (m->cfg.mlp == MLP_SWIGLU) {
-		linear_forward(L->pre, L->ln2, PW(o->w_in), NULL, s->N, s->C, 2 * F);
-		swiglu_forward(L->h, L->pre, s->N, F);
+		K(linear_forward, L->pre, L->ln2, PW(o->w_in), NULL, s->N, s->C, 2 * F);
+		K(swiglu_forward, L->h, L->pre, s->N, F);
 	} else {
-		linear_forward(L->pre, L->ln2, PW(o->w_in), NULL, s->N, s->C, F);
-		gelu_forward(L->h, L->pre, (size_t)s->N * F);
+		K(linear_forward, L->pre, L->ln2, PW(o->w_in), NULL, s->N, s->C, F);
+		K(gelu_forward, L->h, L->pre, (size_t)s->N * F);
 	}
 	float *part = partial_for(m, a, y);
-	linear_forward(part, L->h, PW(o->w_out), NULL, s->N, F, s->C);
+	K(linear_forward, part, L->h, PW(o->w_out), NULL, s->N, F, s->C);
 	reduce_out(m, a, part, y);
-	add_into(y, L->mid, (size_t)s->Nl * s->C);
+	K(add, y, L->mid, (size_t)s->Nl * s->C);
 }
 
 /* Which layer's values the shared recompute slots of layer l now hold. */
@@ -295,7 +302,7 @@ static void rc_restore(const struct llama *m, struct llama_acts *a, int l, const
 		if (a->rc_owner[LLAMA_RC_SLOT_ATT] == l) return;
 		struct llama_layer_acts *L = &a->l[l];
 		if (m->cp_size == 1)
-			attention_forward(L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+			K(attention_forward, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
 		else if (!a->failed)
 			fail(a, cp_attention_forward(m->cp, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H,
 			                             s->Hkv, s->d, a->err));
@@ -308,19 +315,21 @@ float llama_head_forward(const struct llama *m, struct llama_acts *a, const int 
 	struct dims s = dims_of(m, a);
 	if (refused(m, a, -2)) return 0.0f;
 	const float *x = a->res + (size_t)m->cfg.layers * s.Nl * s.C;
-	memcpy(a->targets, targets, sizeof(int) * (size_t)s.N);
-	rmsnorm_forward(a->lnf + (size_t)s.n0 * s.C, a->rstdf, x, PW(m->final_norm), s.Nl, s.C, s.eps);
+	kern_to_dev(m->k, a->targets, targets, sizeof(int) * (size_t)s.N);
+	K(rmsnorm_forward, a->lnf + (size_t)s.n0 * s.C, a->rstdf, x, PW(m->final_norm), s.Nl, s.C, s.eps);
 	seq_gather(m, a, a->lnf, s.C);
-	linear_forward(a->logits, a->lnf, PW(m->lm_head), NULL, s.N, s.C, s.V);
+	K(linear_forward, a->logits, a->lnf, PW(m->lm_head), NULL, s.N, s.C, s.V);
 	if (m->tp_size == 1)
-		crossentropy_forward(a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V);
+		K(crossentropy_forward, a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V);
 	else if (!a->failed)
 		fail(a, tp_crossentropy_forward(m->tp, a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V,
 		                                m->vocab0, a->ce_scratch, a->err));
+	const float *losses = a->host; /* host copy; the targets are the caller's host array */
+	kern_to_host(m->k, a->host, a->losses, sizeof(float) * (size_t)s.N);
 	double sum = 0.0;
 	int count = 0;
 	for (int n = 0; n < s.N; n++)
-		if (a->targets[n] >= 0) { sum += a->losses[n]; count++; }
+		if (targets[n] >= 0) { sum += losses[n]; count++; }
 	if (m->cp_size > 1 && !a->failed) { /* the mean over the whole sequences */
 		double v[2] = {sum, count};
 		fail(a, comm_allreduce(m->cp, v, v, 2, COMM_F64, a->err));
@@ -359,13 +368,13 @@ void llama_head_backward(struct llama *m, struct llama_acts *a, float dloss)
 	a->dloss = dloss;
 	float *dlogits = a->logits; /* in place: (N, V) */
 	const float dl = count ? dloss / count : 0.0f;
-	if (m->tp_size == 1) crossentropy_backward(dlogits, a->logits, a->lse_ce, a->targets, dl, s.N, s.V);
+	if (m->tp_size == 1) K(crossentropy_backward, dlogits, a->logits, a->lse_ce, a->targets, dl, s.N, s.V);
 	else tp_crossentropy_backward(dlogits, a->logits, a->lse_ce, a->targets, dl, s.N, s.V, m->vocab0);
-	linear_backward_weight(GW(m->lm_head), NULL, dlogits, a->lnf, s.N, s.C, s.V);
-	linear_backward_input(a->dln, dlogits, PW(m->lm_head), s.N, s.C, s.V, 0);
+	K(linear_backward_weight, GW(m->lm_head), NULL, dlogits, a->lnf, s.N, s.C, s.V);
+	K(linear_backward_input, a->dln, dlogits, PW(m->lm_head), s.N, s.C, s.V, 0);
 	const float *dln = reduce_in(m, a, a->dln);
-	memset(a->dres, 0, sizeof(float) * (size_t)s.Nl * s.C);
-	rmsnorm_backward(a->dres, GW(m->final_norm), dln, x, PW(m->final_norm), a->rstdf, s.Nl, s.C);
+	kern_zero(m->k, a->dres, sizeof(float) * (size_t)s.Nl * s.C);
+	K(rmsnorm_backward, a->dres, GW(m->final_norm), dln, x, PW(m->final_norm), a->rstdf, s.Nl, s.C);
 }
 
 /* Leaves the gradient of the MLP input's norm output, reduced, and returns where it is. */
@@ -376,37 +385,38 @@ static const float *moe_backward_b(struct llama *m, struct llama_acts *a, int l,
 	const int N = s->N, C = s->C, E = s->E, k = s->k, Fe = s->Fe;
 	const float *dout = L->d_mo; /* (N, C) */
 	if (s->Fs) {
-		linear_backward_input(a->dh, dout, PW(o->shared_out), N, s->Fs, C, 0);
-		swiglu_backward(L->d_sgu, a->dh, L->sgu, N, s->Fs);
-		linear_backward_input(a->dln, L->d_sgu, PW(o->shared_in), N, C, 2 * s->Fs, 0);
+		K(linear_backward_input, a->dh, dout, PW(o->shared_out), N, s->Fs, C, 0);
+		K(swiglu_backward, L->d_sgu, a->dh, L->sgu, N, s->Fs);
+		K(linear_backward_input, a->dln, L->d_sgu, PW(o->shared_in), N, C, 2 * s->Fs, 0);
 	} else {
-		memset(a->dln, 0, sizeof(float) * (size_t)N * C);
+		kern_zero(m->k, a->dln, sizeof(float) * (size_t)N * C);
 	}
 	if (m->ep_size > 1) {
 		if (!a->failed)
 			fail(a, ep_backward_input(a->ep[l], a->dln, a->dtopw, dout, L->topw, PW(o->experts), a->err));
 	} else {
-		moe_combine_backward(L->d_ye, a->dtopw, dout, L->ye, L->topw, L->slot_of, N, C, k);
+		K(moe_combine_backward, L->d_ye, a->dtopw, dout, L->ye, L->topw, L->slot_of, N, C, k);
 		/* each rank's ye is a partial sum over its slice of every expert, so is its dtopw */
 		if (m->tp_size > 1 && !a->failed) fail(a, tp_allreduce(m->tp, a->dtopw, (size_t)N * k, a->err));
+		const int *off = expert_offsets(m, a, L);
 		for (int e = 0; e < E; e++) {
-			const size_t r = (size_t)L->offsets[e];
-			const int n = L->offsets[e + 1] - L->offsets[e];
+			const size_t r = (size_t)off[e];
+			const int n = off[e + 1] - off[e];
 			if (!n) continue;
 			const float *w = expert_gu(m, m->params, l, e);
-			linear_backward_input(a->dhe + r * Fe, L->d_ye + r * C, w + (size_t)2 * Fe * C, n, Fe, C, 0);
-			swiglu_backward(L->d_gue + r * 2 * Fe, a->dhe + r * Fe, L->gue + r * 2 * Fe, n, Fe);
-			linear_backward_input(a->dxe + r * C, L->d_gue + r * 2 * Fe, w, n, C, 2 * Fe, 0);
+			K(linear_backward_input, a->dhe + r * Fe, L->d_ye + r * C, w + (size_t)2 * Fe * C, n, Fe, C, 0);
+			K(swiglu_backward, L->d_gue + r * 2 * Fe, a->dhe + r * Fe, L->gue + r * 2 * Fe, n, Fe);
+			K(linear_backward_input, a->dxe + r * C, L->d_gue + r * 2 * Fe, w, n, C, 2 * Fe, 0);
 		}
-		moe_gather_backward(a->dln, a->dxe, L->slot_of, N, C, k);
+		K(moe_gather_backward, a->dln, a->dxe, L->slot_of, N, C, k);
 	}
 	/* under CP the aux loss averages over N·cp tokens, the kernel over its N */
-	moe_router_backward(L->d_rlogits, a->dtopw, L->probs, L->topi, L->topw, L->frac,
+	K(moe_router_backward, L->d_rlogits, a->dtopw, L->probs, L->topi, L->topw, L->frac,
 	                    m->opts.aux_coef * a->dloss / (float)m->cp_size, N, E, k);
 	/* the replicated router's input gradient is whole on every rank: added after the
 	 * reduction, for this rank's tokens only */
 	float *dln = reduce_in(m, a, a->dln);
-	linear_backward_input(dln, L->d_rlogits + (size_t)s->n0 * E, PW(o->router), s->Nl, C, E, 1);
+	K(linear_backward_input, dln, L->d_rlogits + (size_t)s->n0 * E, PW(o->router), s->Nl, C, E, 1);
 	return dln;
 }
 
@@ -420,13 +430,13 @@ static void mlp_backward_b(struct llama *m, struct llama_acts *a, int l, const s
 		dln = moe_backward_b(m, a, l, s);
 	} else {
 		const int F = s->F, w = m->cfg.mlp == MLP_SWIGLU ? 2 * F : F;
-		linear_backward_input(a->dh, L->d_mo, PW(o->w_out), s->N, F, s->C, 0);
-		if (m->cfg.mlp == MLP_SWIGLU) swiglu_backward(L->d_pre, a->dh, L->pre, s->N, F);
-		else gelu_backward(L->d_pre, a->dh, L->pre, (size_t)s->N * F);
-		linear_backward_input(a->dln, L->d_pre, PW(o->w_in), s->N, s->C, w, 0);
+		K(linear_backward_input, a->dh, L->d_mo, PW(o->w_out), s->N, F, s->C, 0);
+		if (m->cfg.mlp == MLP_SWIGLU) K(swiglu_backward, L->d_pre, a->dh, L->pre, s->N, F);
+		else K(gelu_backward, L->d_pre, a->dh, L->pre, (size_t)s->N * F);
+		K(linear_backward_input, a->dln, L->d_pre, PW(o->w_in), s->N, s->C, w, 0);
 		dln = reduce_in(m, a, a->dln);
 	}
-	rmsnorm_backward(a->dres, GW(o->mlp_norm), dln, L->mid, PW(o->mlp_norm), L->rstd2, s->Nl, s->C);
+	K(rmsnorm_backward, a->dres, GW(o->mlp_norm), dln, L->mid, PW(o->mlp_norm), L->rstd2, s->Nl, s->C);
 }
 
 static void attn_backward_b(struct llama *m, struct llama_acts *a, int l, const struct dims *s)
@@ -435,16 +445,16 @@ static void attn_backward_b(struct llama *m, struct llama_acts *a, int l, const 
 	struct llama_layer_acts *L = &a->l[l];
 	const float *x = a->res + (size_t)l * s->Nl * s->C;
 	gather_grad(m, a, L->d_ao, a->dres);
-	linear_backward_input(a->datt, L->d_ao, PW(o->wo), s->N, s->q, s->C, 0);
+	K(linear_backward_input, a->datt, L->d_ao, PW(o->wo), s->N, s->q, s->C, 0);
 	if (m->cp_size == 1)
-		attention_backward(L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
+		K(attention_backward, L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
 	else if (!a->failed)
 		fail(a, cp_attention_backward(m->cp, L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T,
 		                              s->H, s->Hkv, s->d, a->err));
-	rope_backward(L->d_qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
-	linear_backward_input(a->dln, L->d_qkv, PW(o->wqkv), s->N, s->C, s->qkv, 0);
+	K(rope_backward, L->d_qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
+	K(linear_backward_input, a->dln, L->d_qkv, PW(o->wqkv), s->N, s->C, s->qkv, 0);
 	const float *dln = reduce_in(m, a, a->dln);
-	rmsnorm_backward(a->dres, GW(o->attn_norm), dln, x, PW(o->attn_norm), L->rstd1, s->Nl, s->C);
+	K(rmsnorm_backward, a->dres, GW(o->attn_norm), dln, x, PW(o->attn_norm), L->rstd1, s->Nl, s->C);
 }
 
 void llama_layer_backward_b(struct llama *m, struct llama_acts *a, int l)
@@ -466,31 +476,32 @@ void llama_layer_backward_w(struct llama *m, struct llama_acts *a, int l)
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
 	const int N = s.N, C = s.C;
-	linear_backward_weight(GW(o->wo), NULL, L->d_ao, L->att, N, s.q, C);
-	linear_backward_weight(GW(o->wqkv), o->bqkv != NOPE ? GW(o->bqkv) : NULL, L->d_qkv, L->ln1, N, C, s.qkv);
+	K(linear_backward_weight, GW(o->wo), NULL, L->d_ao, L->att, N, s.q, C);
+	K(linear_backward_weight, GW(o->wqkv), o->bqkv != NOPE ? GW(o->bqkv) : NULL, L->d_qkv, L->ln1, N, C, s.qkv);
 	if (!model_layer_is_moe(&m->cfg, l)) {
 		const int F = s.F, w = m->cfg.mlp == MLP_SWIGLU ? 2 * F : F;
-		linear_backward_weight(GW(o->w_out), NULL, L->d_mo, L->h, N, F, C);
-		linear_backward_weight(GW(o->w_in), NULL, L->d_pre, L->ln2, N, C, w);
+		K(linear_backward_weight, GW(o->w_out), NULL, L->d_mo, L->h, N, F, C);
+		K(linear_backward_weight, GW(o->w_in), NULL, L->d_pre, L->ln2, N, C, w);
 		return;
 	}
 	const int Fe = s.Fe;
-	linear_backward_weight(GW(o->router), NULL, L->d_rlogits, L->ln2, N, C, s.E);
+	K(linear_backward_weight, GW(o->router), NULL, L->d_rlogits, L->ln2, N, C, s.E);
 	if (m->ep_size > 1) {
 		if (!a->failed) fail(a, ep_backward_weight(a->ep[l], GW(o->experts), a->err));
 	} else {
+		const int *off = expert_offsets(m, a, L);
 		for (int e = 0; e < s.E; e++) {
-			const size_t r = (size_t)L->offsets[e];
-			const int n = L->offsets[e + 1] - L->offsets[e];
+			const size_t r = (size_t)off[e];
+			const int n = off[e + 1] - off[e];
 			if (!n) continue;
 			float *dw = expert_gu(m, m->grads, l, e);
-			linear_backward_weight(dw, NULL, L->d_gue + r * 2 * Fe, L->xe + r * C, n, C, 2 * Fe);
-			linear_backward_weight(dw + (size_t)2 * Fe * C, NULL, L->d_ye + r * C, L->he + r * Fe, n, Fe, C);
+			K(linear_backward_weight, dw, NULL, L->d_gue + r * 2 * Fe, L->xe + r * C, n, C, 2 * Fe);
+			K(linear_backward_weight, dw + (size_t)2 * Fe * C, NULL, L->d_ye + r * C, L->he + r * Fe, n, Fe, C);
 		}
 	}
 	if (s.Fs) {
-		linear_backward_weight(GW(o->shared_out), NULL, L->d_mo, L->sh, N, s.Fs, C);
-		linear_backward_weight(GW(o->shared_in), NULL, L->d_sgu, L->ln2, N, C, 2 * s.Fs);
+		K(linear_backward_weight, GW(o->shared_out), NULL, L->d_mo, L->sh, N, s.Fs, C);
+		K(linear_backward_weight, GW(o->shared_in), NULL, L->d_sgu, L->ln2, N, C, 2 * s.Fs);
 	}
 }
 
@@ -512,7 +523,7 @@ void llama_embed_backward(struct llama *m, struct llama_acts *a)
 		gather_grad(m, a, a->tp_buf, a->dres);
 		dx = a->tp_buf;
 	}
-	embedding_backward(GW(m->embed), dx, a->tokens, s.N, s.C, m->vocab0, s.V);
+	K(embedding_backward, GW(m->embed), dx, a->tokens, s.N, s.C, m->vocab0, s.V);
 }
 
 void llama_backward(struct llama *m, struct llama_acts *a, float dloss)

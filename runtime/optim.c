@@ -1,11 +1,14 @@
 /* optim — AdamW over flat ranges with per-range weight decay, on the one AdamW kernel. */
-#include "kernels/cpu.h"
+#include "kernels/backend.h"
 #include "runtime/optim.h"
 
 static void run(const struct adamw_cfg *c, float *p, const float *g, float *m, float *v,
 		size_t n, int step, int decay)
 {
-	if (n) adamw_step(p, g, m, v, n, c->lr, c->beta1, c->beta2, c->eps, decay ? c->wd : 0.0f, step, 1.0f);
+	if (!n) return;
+	if (c->k) c->k->ops->adamw_step(c->k->state, p, g, m, v, n, c->lr, c->beta1, c->beta2, c->eps,
+	                                decay ? c->wd : 0.0f, step, 1.0f);
+	else adamw_step(p, g, m, v, n, c->lr, c->beta1, c->beta2, c->eps, decay ? c->wd : 0.0f, step, 1.0f);
 }
 
 void adamw_apply_at(const struct adamw_cfg *c, float *p, const float *g, float *m, float *v,

@@ -9,13 +9,16 @@
  *
  * Units: lr per step, step counts from 1. Ownership: the caller owns every array and the
  * range list (which must outlive the cfg); m and v hold the first and second moments and
- * start at zero.
+ * start at zero. The arrays are memory of the cfg's backend (kernels/backend.h), whose
+ * adamw_step runs the update; without one they are host memory and the reference kernel
+ * runs.
  * Invariant: the update of element i reads and writes only index i, so updating shards
  * separately gives exactly the update of the whole buffer. */
 #ifndef SCALEPLAN_OPTIM_H
 #define SCALEPLAN_OPTIM_H
 
 #include <stddef.h>
+#include "kernels/backend.h"
 
 /* Flat parameter indices [off, off+len) that are weight-decayed. */
 struct decay_range {
@@ -26,6 +29,7 @@ struct adamw_cfg {
 	float lr, beta1, beta2, eps, wd;
 	const struct decay_range *decay;  /* sorted, disjoint; NULL: every element decays */
 	int ndecay;
+	struct kern *k;                   /* backend of p, g, m, v (borrowed); NULL: host memory */
 };
 
 /* AdamW itself is kernels/cpu.h adamw_step (Loshchilov & Hutter, ICLR 2019, Algorithm 2;

@@ -244,7 +244,7 @@ static int mark_holdings(struct pp *p, char *err)
 	sched_locate(s, 0, s->nstages - 1, &rl, &c);
 	p->tied_sum = m->cfg.tied && (s->ndirs == 2 || r0 != rl);
 	size_t en = (size_t)m->cfg.vocab * (size_t)m->cfg.hidden;
-	if (p->tied_sum && !(p->tied_buf = malloc(sizeof(float) * en))) return errf(err, "pp: out of memory");
+	if (p->tied_sum && !(p->tied_buf = kern_alloc(m->k, sizeof(float) * en))) return errf(err, "pp: out of memory");
 	if (s->ndirs == 2) {
 		p->partner = s->pp - 1 - p->rank;
 		for (int cp = 0; cp < 2; cp++)
@@ -252,8 +252,8 @@ static int mark_holdings(struct pp *p, char *err)
 				if ((p->hold[cp][i] & HOLD) && !(p->tied_sum && i == p->embed_spec[cp]))
 					p->xlen[cp] += p->models[cp]->specs[i].numel;
 		size_t n = p->xlen[0] + p->xlen[1];
-		p->xsend = malloc(sizeof(float) * (n ? n : 1));
-		p->xrecv = malloc(sizeof(float) * (n ? n : 1));
+		p->xsend = kern_alloc(m->k, sizeof(float) * (n ? n : 1));
+		p->xrecv = kern_alloc(m->k, sizeof(float) * (n ? n : 1));
 		if (!p->xsend || !p->xrecv) return errf(err, "pp: out of memory");
 	}
 	return 0;
@@ -396,16 +396,19 @@ void pp_destroy(struct pp *p)
 		for (int i = 0; i < p->nsets; i++) llama_acts_destroy(p->sets[i]);
 	free(p->sets);
 	/* after a failed step, requests may still target the buffers: leave them to the exit */
-	if (!p->broken)
-		for (int i = 0; i < p->nbufs; i++) free(p->bufs[i]);
+	struct kern *k = p->models[0] ? p->models[0]->k : NULL;
+	if (!p->broken && k)
+		for (int i = 0; i < p->nbufs; i++) kern_free(k, p->bufs[i]);
 	free(p->bufs);
 	free(p->pool);
 	free(p->sends);
 	free(p->hold[0]);
 	free(p->hold[1]);
-	free(p->tied_buf);
-	free(p->xsend);
-	free(p->xrecv);
+	if (k) {
+		kern_free(k, p->tied_buf);
+		kern_free(k, p->xsend);
+		kern_free(k, p->xrecv);
+	}
 	free(p->times);
 	free(p->ops);
 	free(p->layer0);

@@ -1,12 +1,14 @@
 /* pp_exec — running the pipeline executor's op list (runtime/pp.h): message buffers and the
  * receive queues kept posted ahead per peer, each op with its receive before and send after,
  * then the end-of-step collectives over the pipeline group (DualPipe copies, tied embedding,
- * loss) in the same order on every rank, and AdamW over the held tensors. Creation: pp.c. */
+ * loss) in the same order on every rank, and AdamW over the held tensors. Creation: pp.c.
+ * Message buffers and the exchange buffers are the models' backend's memory; every copy,
+ * sum and update goes through it. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/cpu.h"
+#include "kernels/backend.h"
 #include "runtime/ctx.h"
 #include "runtime/pp.h"
 #include "runtime/pp_impl.h"
@@ -27,7 +29,7 @@ static float *buf_get(struct pp *p, char *err)
 		p->pool = pl;
 		p->cap_bufs = cap;
 	}
-	float *f = malloc(sizeof(float) * p->msg_floats);
+	float *f = kern_alloc(p->models[0]->k, sizeof(float) * p->msg_floats);
 	if (!f) { errf(err, "pp: out of memory for message buffers"); return NULL; }
 	p->bufs[p->nbufs++] = f;
 	return f;
@@ -81,7 +83,7 @@ static int send_msg(struct pp *p, const float *src, int peer, char *err)
 	}
 	float *b = buf_get(p, err);
 	if (!b) return -1;
-	memcpy(b, src, sizeof(float) * p->msg_floats);
+	kern_copy_dev(p->models[0]->k, b, src, sizeof(float) * p->msg_floats);
 	struct pp_send *sd = &p->sends[p->nsends];
 	if (comm_isend(p->comm, b, p->msg_floats, COMM_F32, peer, &sd->req, err)) { buf_put(p, b); return -1; }
 	sd->buf = b;
@@ -159,7 +161,7 @@ static int run_op(struct pp *p, size_t i, const int *tokens, const int *targets,
 	int rc = 0;
 	if (o->op.kind == OP_F) {
 		if (o->stage == 0) llama_embed_forward(m, a, tokens + row);
-		else if (in) memcpy(a->res + (size_t)o->l0 * NC, in, sizeof(float) * NC);
+		else if (in) kern_copy_dev(m->k, a->res + (size_t)o->l0 * NC, in, sizeof(float) * NC);
 		llama_layers_forward(m, a, o->l0, o->l1);
 		p->loss_sum += llama_aux_loss(m, a, o->l0, o->l1);
 		if (o->stage == p->s->nstages - 1) p->loss_sum += llama_head_forward(m, a, targets + row);
@@ -171,7 +173,7 @@ static int run_op(struct pp *p, size_t i, const int *tokens, const int *targets,
 			llama_head_backward(m, a, dloss);
 		} else {
 			a->dloss = dloss; /* MoE aux-loss gradients read it */
-			if (in) memcpy(a->dres, in, sizeof(float) * NC);
+			if (in) kern_copy_dev(m->k, a->dres, in, sizeof(float) * NC);
 		}
 		for (int l = o->l1 - 1; l >= o->l0; l--) {
 			llama_layer_backward_b(m, a, l);
@@ -200,7 +202,8 @@ static int exchange_copies(struct pp *p, char *err)
 		for (int i = 0; i < p->models[c]->n_specs; i++)
 			if ((p->hold[c][i] & HOLD) && !(p->tied_sum && i == p->embed_spec[c])) {
 				const struct param_spec *sp = &p->models[c]->specs[i];
-				memcpy(p->xsend + at, p->models[c]->grads + sp->offset, sizeof(float) * sp->numel);
+				kern_copy_dev(p->models[c]->k, p->xsend + at, p->models[c]->grads + sp->offset,
+				              sizeof(float) * sp->numel);
 				at += sp->numel;
 			}
 	/* the partner sends its copy 0 (our copy 1's stage) first */
@@ -211,8 +214,8 @@ static int exchange_copies(struct pp *p, char *err)
 		for (int i = 0; i < p->models[c]->n_specs; i++)
 			if ((p->hold[c][i] & HOLD) && !(p->tied_sum && i == p->embed_spec[c])) {
 				const struct param_spec *sp = &p->models[c]->specs[i];
-				float *g = p->models[c]->grads + sp->offset;
-				for (size_t j = 0; j < sp->numel; j++) g[j] += p->xrecv[at + j];
+				struct kern *kn = p->models[c]->k;
+				kn->ops->add(kn->state, p->models[c]->grads + sp->offset, p->xrecv + at, sp->numel);
 				at += sp->numel;
 			}
 	}
@@ -224,18 +227,18 @@ static int sum_tied(struct pp *p, char *err)
 {
 	const struct llama *m = p->models[0];
 	size_t n = (size_t)m->vocab_local * (size_t)m->cfg.hidden; /* this TP rank's vocabulary rows */
-	memset(p->tied_buf, 0, sizeof(float) * n);
+	kern_zero(m->k, p->tied_buf, sizeof(float) * n);
 	for (int c = 0; c < p->ncopies; c++) {
 		int e = p->embed_spec[c];
 		if (e < 0 || !(p->hold[c][e] & HOLD)) continue;
-		const float *g = p->models[c]->grads + p->models[c]->specs[e].offset;
-		for (size_t j = 0; j < n; j++) p->tied_buf[j] += g[j];
+		m->k->ops->add(m->k->state, p->tied_buf, p->models[c]->grads + p->models[c]->specs[e].offset, n);
 	}
 	if (comm_allreduce(p->comm, p->tied_buf, p->tied_buf, n, COMM_F32, err)) return -1;
 	for (int c = 0; c < p->ncopies; c++) {
 		int e = p->embed_spec[c];
 		if (e >= 0 && (p->hold[c][e] & HOLD))
-			memcpy(p->models[c]->grads + p->models[c]->specs[e].offset, p->tied_buf, sizeof(float) * n);
+			kern_copy_dev(m->k, p->models[c]->grads + p->models[c]->specs[e].offset, p->tied_buf,
+			              sizeof(float) * n);
 	}
 	return 0;
 }
@@ -274,7 +277,7 @@ int pp_step(struct pp *p, const int *tokens, const int *targets, float *loss, ch
 		struct llama *m = p->models[c];
 		for (int i = 0; i < m->n_specs; i++)
 			if (p->hold[c][i] & HOLD)
-				memset(m->grads + m->specs[i].offset, 0, sizeof(float) * m->specs[i].numel);
+				kern_zero(m->k, m->grads + m->specs[i].offset, sizeof(float) * m->specs[i].numel);
 	}
 	int rc = 0;
 	for (int q = 0; q < p->s->pp && !rc; q++) {
@@ -315,8 +318,10 @@ int pp_adamw_step_par(struct pp *p, const struct adamw_opts *o, struct comm *con
 		const struct llama *m = p->models[c];
 		for (int i = 0; i < m->n_specs; i++)
 			if (counts(p, c, i)) {
-				float part = 0.0f;
-				grad_sumsq(&part, m->grads + m->specs[i].offset, m->specs[i].numel);
+				/* grad_sumsq's float per tensor, from its double sum */
+				double acc = 0.0;
+				m->k->ops->grad_sumsq_acc(m->k->state, &acc, m->grads + m->specs[i].offset, m->specs[i].numel);
+				float part = 0.0f + (float)acc;
 				sumsq += part;
 			}
 	}
@@ -336,9 +341,9 @@ int pp_adamw_step_par(struct pp *p, const struct adamw_opts *o, struct comm *con
 		for (int i = 0; i < m->n_specs; i++) {
 			const struct param_spec *s = &m->specs[i];
 			if (!(p->hold[c][i] & HOLD)) continue;
-			adamw_step(m->params + s->offset, m->grads + s->offset, m->m + s->offset, m->v + s->offset,
-			           s->numel, o->lr, o->beta1, o->beta2, o->eps, s->decay ? o->weight_decay : 0.0f,
-			           m->step, scale);
+			m->k->ops->adamw_step(m->k->state, m->params + s->offset, m->grads + s->offset, m->m + s->offset,
+			                      m->v + s->offset, s->numel, o->lr, o->beta1, o->beta2, o->eps,
+			                      s->decay ? o->weight_decay : 0.0f, m->step, scale);
 		}
 	}
 	if (grad_norm) *grad_norm = sqrtf((float)sumsq);

@@ -80,6 +80,17 @@ int train_supported(const struct plan *p, const struct model *m, char *err)
 	return 0;
 }
 
+int train_supported_on(const struct plan *p, const struct model *m, const struct kern_ops *row, char *err)
+{
+	if (train_supported(p, m, err)) return -1;
+	if (row->host_visible) return 0;
+	if (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1)
+		return errf(err, "not yet supported on backend %s: tp %d, pp %d, cp %d, ep %d (the vocabulary-parallel "
+		            "loss, the pipeline messages, ring attention and the expert exchange still read host memory; "
+		            "use tp = pp = cp = ep = 1 or --backend cpu)", row->name, p->tp, p->pp, p->cp, p->ep);
+	return 0;
+}
+
 /* ---- events ------------------------------------------------------------------------- */
 
 void train_record(struct trainer *t, int name, int stream, double s, double e, int mb, int l0, int l1)
@@ -165,7 +176,7 @@ static int build_decay(struct trainer *t, char *err)
 static struct adamw_cfg adam_cfg(const struct trainer *t)
 {
 	const struct adamw_opts *o = &t->o.opt;
-	return (struct adamw_cfg){o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, t->decay, t->ndecay};
+	return (struct adamw_cfg){o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, t->decay, t->ndecay, t->k};
 }
 
 /* ZeRO 0-2: the model's params and grads become padded buffers the reduction can use; the
@@ -175,17 +186,21 @@ static int setup_zero012(struct trainer *t, char *err)
 	struct zero_cfg zc = {.stage = t->stage, .bucket_params = t->o.bucket_params, .opt = adam_cfg(t)};
 	if (zero_create(ctx_comm(t->x, GROUP_DPCP), t->m->n_params, &zc, &t->z, err)) return -1;
 	size_t P = zero_padded(t->z), n = t->m->n_params;
-	float *p = calloc(P, sizeof(float)), *g = calloc(P, sizeof(float));
+	/* the model's moments and (still zero) gradients go first, so that the allocator's peak
+	 * holds one extra copy of the parameters only */
+	kern_free(t->k, t->m->m);
+	kern_free(t->k, t->m->v);
+	kern_free(t->k, t->m->grads);
+	t->m->m = t->m->v = t->m->grads = NULL;
+	float *p = kern_zalloc(t->k, P * sizeof(float));
+	if (p) kern_copy_dev(t->k, p, t->m->params, n * sizeof(float));
+	if (p) kern_free(t->k, t->m->params);
+	float *g = p ? kern_zalloc(t->k, P * sizeof(float)) : NULL;
 	if (!p || !g) {
-		free(p);
-		free(g);
-		return errf(err, "train: out of memory for %zu parameters", P);
+		kern_free(t->k, p);
+		if (p) t->m->params = NULL;
+		return errf(err, "train: out of memory for %zu parameters on backend %s", P, t->k->ops->name);
 	}
-	memcpy(p, t->m->params, n * sizeof(float));
-	free(t->m->params);
-	free(t->m->grads);
-	free(t->m->m);
-	free(t->m->v);
 	t->m->params = p;
 	t->m->grads = g;
 	t->m->m = t->m->v = NULL;
@@ -236,18 +251,18 @@ static int setup_zero_ep(struct trainer *t, char *err)
 		struct ep_pack *q = &t->pk[k];
 		if (!q->n) continue;
 		struct zero_cfg zc = {.stage = t->stage, .bucket_params = t->o.bucket_params,
-		                      .opt = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, q->decay, q->ndecay}};
+		                      .opt = {o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, q->decay, q->ndecay, t->k}};
 		struct zero **z = k ? &t->ze : &t->z;
 		if (zero_create(ctx_comm(t->x, k ? GROUP_EDP : GROUP_DPCP), q->n, &zc, z, err)) return -1;
 		size_t P = zero_padded(*z);
-		q->buf = calloc(P, sizeof(float));
+		q->buf = kern_zalloc(t->k, P * sizeof(float));
 		if (!q->buf) return errf(err, "train: out of memory for %zu parameters", P);
 		struct zero_state zs;
 		zero_state(*z, &zs);
 		bytes += 4.0 * ((double)P + 3.0 * (double)zs.n); /* pack; m, v, gradient shards */
 	}
-	free(m->m);
-	free(m->v);
+	kern_free(t->k, m->m);
+	kern_free(t->k, m->v);
 	m->m = m->v = NULL;
 	t->static_bytes = bytes;
 	return 0;
@@ -262,10 +277,10 @@ static int setup_zero3(struct trainer *t, char *err)
 	int rc = zero3_create(ctx_comm(t->x, GROUP_DPCP), sizes, t->nunits, &ac, &t->z3, err);
 	free(sizes);
 	if (rc || zero3_load(t->z3, t->m->params, err)) return -1;
-	free(t->m->params);
-	free(t->m->grads);
-	free(t->m->m);
-	free(t->m->v);
+	kern_free(t->k, t->m->params);
+	kern_free(t->k, t->m->grads);
+	kern_free(t->k, t->m->m);
+	kern_free(t->k, t->m->v);
 	t->m->params = t->m->grads = t->m->m = t->m->v = NULL;
 	t->rebased = malloc(sizeof(*t->rebased) * (size_t)t->L);
 	if (!t->rebased) return errf(err, "train: out of memory");
@@ -315,14 +330,14 @@ static int ranks_on_host(struct ctx *x, char *err)
  * pp > 1 the pipeline executor with the plan's schedule, which builds the copies of this
  * rank's stages. DualPipe's two copies get their params and moments in one buffer each so
  * a checkpoint holds both. */
-static int share_buffer(float **a, float **b, size_t na, size_t nb, char *err)
+static int share_buffer(struct kern *k, float **a, float **b, size_t na, size_t nb, char *err)
 {
-	float *both = malloc(sizeof(float) * (na + nb + 1));
+	float *both = kern_alloc(k, sizeof(float) * (na + nb + 1));
 	if (!both) return errf(err, "train: out of memory");
-	memcpy(both, *a, sizeof(float) * na);
-	memcpy(both + na, *b, sizeof(float) * nb);
-	free(*a);
-	free(*b);
+	kern_copy_dev(k, both, *a, sizeof(float) * na);
+	kern_copy_dev(k, both + na, *b, sizeof(float) * nb);
+	kern_free(k, *a);
+	kern_free(k, *b);
 	*a = both;
 	*b = both + na;
 	return 0;
@@ -349,6 +364,7 @@ static int setup_par(struct trainer *t, const struct model *mc, const struct lla
 	par.sp = p->sp;
 	par.cp = ctx_comm(x, GROUP_CP);
 	par.ep = ctx_comm(x, GROUP_EP);
+	par.backend = t->k;
 	t->par = 1;
 	t->Tl = p->seq / p->cp;
 	if (p->pp > 1) {
@@ -358,9 +374,9 @@ static int setup_par(struct trainer *t, const struct model *mc, const struct lla
 		t->m = t->copy[0];
 		if (t->ncopies == 2) {
 			struct llama *a = t->copy[0], *b = t->copy[1];
-			if (share_buffer(&a->params, &b->params, a->n_params, b->n_params, err) ||
-			    share_buffer(&a->m, &b->m, a->n_params, b->n_params, err) ||
-			    share_buffer(&a->v, &b->v, a->n_params, b->n_params, err))
+			if (share_buffer(t->k, &a->params, &b->params, a->n_params, b->n_params, err) ||
+			    share_buffer(t->k, &a->m, &b->m, a->n_params, b->n_params, err) ||
+			    share_buffer(t->k, &a->v, &b->v, a->n_params, b->n_params, err))
 				return -1;
 		}
 		const struct sched *s = pp_sched(t->pp);
@@ -416,9 +432,14 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 	*out = NULL;
 	const struct plan *p = &x->plan;
 	int here = ranks_on_host(x, err);
-	if (here < 0 || train_supported(p, mc, err) || check_host_memory(mc, here, err)) return -1;
+	const struct kern_ops *row = o->backend ? o->backend : &kern_cpu_ops;
+	if (here < 0 || train_supported_on(p, mc, row, err) || check_host_memory(mc, here, err)) return -1;
 	struct trainer *t = calloc(1, sizeof(*t));
 	if (!t) return errf(err, "train: out of memory");
+	if (kern_create(&t->k, row, o->device, err)) {
+		free(t);
+		return -1;
+	}
 	t->x = x;
 	t->data = d;
 	t->o = *o;
@@ -438,7 +459,10 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 		if (t->a) t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
 		goto ready;
 	}
-	if (llama_create(&t->m, mc, &lo, err) || build_units(t, err) ||
+	struct llama_par single;
+	llama_par_default(&single);
+	single.backend = t->k;
+	if (llama_create_par(&t->m, mc, &lo, &single, err) || build_units(t, err) ||
 	    acts_for_plan(t, p, err))
 		goto out;
 	t->tokens = malloc(sizeof(int) * (size_t)p->mbs * (size_t)p->seq);
@@ -451,6 +475,8 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 	t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
 ready:
 	train_note_peak(t);
+	/* the allocator's peak counts from here: training, not the whole-model build before sharding */
+	kern_reset_peak(t->k);
 	if (comm_barrier(x->world_comm, err)) goto out;
 	t->t0_s = now_s();
 	*out = t;
@@ -470,7 +496,7 @@ void train_destroy(struct trainer *t)
 		free(t->pk[k].runs);
 		free(t->pk[k].decay);
 		free(t->pk[k].skip);
-		free(t->pk[k].buf);
+		kern_free(t->k, t->pk[k].buf);
 	}
 	zero3_destroy(t->z3);
 	llama_acts_destroy(t->a);
@@ -491,10 +517,12 @@ void train_destroy(struct trainer *t)
 	free(t->tokens);
 	free(t->targets);
 	free(t->ev);
+	kern_destroy(t->k);
 	free(t);
 }
 
 int train_steps_done(const struct trainer *t) { return t->steps; }
 size_t train_n_params(const struct trainer *t) { return t->m->n_params_full; }
 const struct llama *train_model(const struct trainer *t) { return t->m; }
+const struct kern *train_backend(const struct trainer *t) { return t->k; }
 

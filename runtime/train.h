@@ -21,7 +21,10 @@
  * those of no recompute.
  *
  * Ownership: the trainer borrows the context and the data source (both must outlive it) and
- * owns everything else. Every call marked "collective" must be made by every rank of the
+ * owns everything else, including the rank's instance of the compute backend (train_opts:
+ * kernels/backend.h), through whose tracking allocator every parameter, gradient, moment and
+ * activation buffer is allocated and whose kernels run every op. Rows whose memory is not
+ * host-visible run what train_supported_on lets through. Every call marked "collective" must be made by every rank of the
  * context, in the same order.
  *
  * Units: seconds, bytes, tokens. Invariant: step s reads global samples s·gbs .. s·gbs+gbs-1
@@ -40,6 +43,8 @@ struct train_opts {
 	struct adamw_opts opt;    /* lr, betas, eps, weight decay, clipping norm */
 	size_t bucket_params;     /* DP bucket size in parameters; 0 = Megatron's default */
 	int trace;                /* record timed events (train_events) */
+	const struct kern_ops *backend; /* compute backend row (kernels/backend.h); NULL: CPU */
+	int device;               /* the backend's device for this rank */
 };
 void train_opts_default(struct train_opts *o);
 
@@ -77,6 +82,11 @@ void train_destroy(struct trainer *t);
 /* Returns 0 when this build of the runtime can execute the plan, else -1 with a message
  * "not yet supported by the runtime: ..." (no communication; for early checks). */
 int train_supported(const struct plan *p, const struct model *m, char *err);
+/* train_supported, and what the backend row can run: a row whose memory the host cannot
+ * read (a GPU) runs one rank of dense layers without TP, PP, CP, EP or ZeRO-3 for now (the
+ * vocabulary-parallel loss, ring attention, the expert exchange, the pipeline messages over
+ * MPI and the checkpoints still read buffers on the host); -1 with a message naming the row. */
+int train_supported_on(const struct plan *p, const struct model *m, const struct kern_ops *row, char *err);
 
 /* Collective: one optimizer step over the next global batch. */
 int train_step(struct trainer *t, struct train_stats *st, char *err);
@@ -88,6 +98,10 @@ const struct llama *train_model(const struct trainer *t);  /* specs, layout (not
  * moments and gradient shard, one micro-batch's activations, ZeRO-3 gathered units and
  * in-flight gradient buffers. */
 double train_mem_bytes(const struct trainer *t);
+/* The backend instance: its bytes_in_use and peak_bytes are this rank's measured memory, the
+ * peak counted from the end of train_create (every rank builds its model whole once, before
+ * sharding, which no plan's steady state holds). */
+const struct kern *train_backend(const struct trainer *t);
 
 /* Collective over the data-parallel group: the full parameter vector in the single-rank
  * layout (n_params floats) into `full` on every rank. */

@@ -9,6 +9,7 @@
 #include "runtime/zero.h"
 
 struct trainer {
+	struct kern *k;                /* the rank's compute backend, owned */
 	struct ctx *x;
 	const struct data *data;
 	struct train_opts o;

@@ -228,8 +228,7 @@ static int reduce_par(struct trainer *t, struct llama *m, char *err)
 		struct comm *g = expert ? edp : dpcp;
 		float *gr = m->grads + off;
 		if (comm_size(g) > 1 && comm_allreduce(g, gr, gr, n, COMM_F32, err)) return -1;
-		if (p->dp > 1)
-			for (size_t k = 0; k < n; k++) gr[k] *= inv;
+		if (p->dp > 1) t->k->ops->grad_scale(t->k->state, gr, n, inv);
 		i = j;
 	}
 	return 0;
@@ -244,7 +243,7 @@ static int finish_pp_zero(struct trainer *t, double *norm, char *err)
 	const int cp = t->x->plan.cp;
 	if (llama_grads_finish(m, err)) return -1;
 	if (cp > 1) /* the reduction averages over dp*cp; CP shares must add up (see accumulate) */
-		for (size_t i = 0; i < m->n_params; i++) m->grads[i] *= (float)cp;
+		t->k->ops->grad_scale(t->k->state, m->grads, m->n_params, (float)cp);
 	double s = now_s();
 	if (zero_reduce_begin(t->z, m->grads, 0, err) || zero_grad_ready(t->z, 0, m->n_params, err) ||
 	    zero_reduce_finish(t->z, err))
@@ -283,10 +282,9 @@ static int finish_ep_zero(struct trainer *t, double *norm, char *err)
 		struct ep_pack *q = &t->pk[k];
 		if (!zs[k]) continue;
 		size_t at = 0;
-		for (int i = 0; i < q->nruns; at += q->runs[i++].len) {
-			const float *g = m->grads + q->runs[i].off;
-			for (size_t e = 0; e < q->runs[i].len; e++) q->buf[at + e] = g[e] * scale[k];
-		}
+		for (int i = 0; i < q->nruns; at += q->runs[i++].len)
+			kern_copy_dev(t->k, q->buf + at, m->grads + q->runs[i].off, sizeof(float) * q->runs[i].len);
+		t->k->ops->grad_scale(t->k->state, q->buf, at, scale[k]);
 		if (zero_reduce_begin(zs[k], q->buf, 0, err) || zero_grad_ready(zs[k], 0, q->n, err) ||
 		    zero_reduce_finish(zs[k], err))
 			return -1;
@@ -303,11 +301,11 @@ static int finish_ep_zero(struct trainer *t, double *norm, char *err)
 		if (t->o.opt.max_grad_norm > 0 && coef < 1.0f) zero_scale_grads(zs[k], coef);
 		size_t at = 0;
 		for (int i = 0; i < q->nruns; at += q->runs[i++].len)
-			memcpy(q->buf + at, m->params + q->runs[i].off, sizeof(float) * q->runs[i].len);
+			kern_copy_dev(t->k, q->buf + at, m->params + q->runs[i].off, sizeof(float) * q->runs[i].len);
 		if (zero_step(zs[k], q->buf, err)) return -1;
 		at = 0;
 		for (int i = 0; i < q->nruns; at += q->runs[i++].len)
-			memcpy(m->params + q->runs[i].off, q->buf + at, sizeof(float) * q->runs[i].len);
+			kern_copy_dev(t->k, m->params + q->runs[i].off, q->buf + at, sizeof(float) * q->runs[i].len);
 	}
 	size_t before = t->nev;
 	train_record(t, EV_OPT, EV_COMPUTE, s, now_s(), -1, -1, -1);
@@ -408,6 +406,8 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 	}
 	train_record(t, EV_OPT, EV_COMPUTE, s, e, -1, -1, -1);
 done:
+	/* the step ends when the backend has finished its kernels (a no-op on the CPU) */
+	if (t->k->ops->sync(t->k->state, err)) return -1;
 	t->steps++;
 	if (comm_allreduce(dpg, &loss_sum, &loss_sum, 1, COMM_F64, err)) return -1;
 	/* the step ends when the slowest rank ends (comm has sum-reductions only: gather) */
@@ -433,17 +433,17 @@ done:
 int train_full_params(struct trainer *t, float *full, char *err)
 {
 	if (t->par && t->z3) {
-		float *local = malloc(sizeof(float) * (t->m->n_params + 1));
+		float *local = kern_alloc(t->k, sizeof(float) * (t->m->n_params + 1));
 		if (!local) return errf(err, "train: out of memory");
 		int rc = 0;
 		for (int u = 0; u < t->nunits && !rc; u++) {
 			const float *w;
 			rc = zero3_gather(t->z3, u, 0, &w, err);
-			if (!rc) memcpy(local + t->bound[u], w, (t->bound[u + 1] - t->bound[u]) * sizeof(float));
+			if (!rc) kern_copy_dev(t->k, local + t->bound[u], w, (t->bound[u + 1] - t->bound[u]) * sizeof(float));
 			zero3_release(t->z3, u);
 		}
 		if (!rc) rc = llama_gather_full(t->m, local, full, NULL, 0, err);
-		free(local);
+		kern_free(t->k, local);
 		return rc;
 	}
 	if (t->par) {
@@ -453,13 +453,13 @@ int train_full_params(struct trainer *t, float *full, char *err)
 		return llama_gather_full(t->m, t->m->params, full, &g, 1, err);
 	}
 	if (t->z) {
-		memcpy(full, t->m->params, t->m->n_params * sizeof(float));
+		kern_to_host(t->k, full, t->m->params, t->m->n_params * sizeof(float));
 		return 0;
 	}
 	for (int u = 0; u < t->nunits; u++) {
 		const float *w;
 		if (zero3_gather(t->z3, u, 0, &w, err)) return -1;
-		memcpy(full + t->bound[u], w, (t->bound[u + 1] - t->bound[u]) * sizeof(float));
+		kern_to_host(t->k, full + t->bound[u], w, (t->bound[u + 1] - t->bound[u]) * sizeof(float));
 		zero3_release(t->z3, u);
 	}
 	return 0;

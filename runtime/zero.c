@@ -1,4 +1,6 @@
-/* zero — ZeRO stages 0-2 over runtime/dp.h, and gradient clipping by global norm. */
+/* zero — ZeRO stages 0-2 over runtime/dp.h, and gradient clipping by global norm. Moments and
+ * the gradient shard are memory of the optimizer's backend (zero_cfg.opt.k; without one a CPU
+ * backend of zero's own), which also runs the sums of squares, the scaling and AdamW. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,8 @@ struct zero {
 	float *grads;            /* the caller's, from zero_reduce_begin */
 	float *shard, *m, *v;
 	int step;
+	struct kern *k;          /* borrowed unless own_k */
+	int own_k;
 	struct comm_req **req;
 	double gather_s[2];      /* last zero_step's parameter all-gather: first start, last end */
 };
@@ -33,7 +37,8 @@ float grad_clip_coef(double norm, float max_norm)
 	return max_norm > 0 && c < 1.0 ? (float)c : 1.0f;
 }
 
-double grad_sq_skip(const float *g, size_t flat0, size_t n, const struct decay_range *skip, int nskip)
+double grad_sq_skip(struct kern *kn, const float *g, size_t flat0, size_t n, const struct decay_range *skip,
+                    int nskip)
 {
 	double sq = 0;
 	size_t k = 0;
@@ -41,7 +46,8 @@ double grad_sq_skip(const float *g, size_t flat0, size_t n, const struct decay_r
 		/* elements before skip range i (or up to n after the last) count */
 		size_t end = i < nskip ? (skip[i].off > flat0 ? skip[i].off - flat0 : 0) : n;
 		if (end > n) end = n;
-		for (; k < end; k++) sq += (double)g[k] * g[k];
+		if (end > k) kn->ops->grad_sumsq_acc(kn->state, &sq, g + k, end - k);
+		if (end > k) k = end;
 		if (i < nskip) {
 			size_t after = skip[i].off + skip[i].len;
 			if (after > flat0 + k) k = after - flat0 < n ? after - flat0 : n;
@@ -50,7 +56,7 @@ double grad_sq_skip(const float *g, size_t flat0, size_t n, const struct decay_r
 	return sq;
 }
 
-int grad_clip_sq(float *g, size_t n, double sq, struct comm *dpg, struct comm *const *mp, int nmp,
+int grad_clip_sq(struct kern *k, float *g, size_t n, double sq, struct comm *dpg, struct comm *const *mp, int nmp,
 		 float max_norm, double *norm, char *err)
 {
 	struct comm *groups[8];
@@ -60,15 +66,14 @@ int grad_clip_sq(float *g, size_t n, double sq, struct comm *dpg, struct comm *c
 	for (int i = 0; i < nmp; i++) groups[ng++] = mp[i];
 	if (grad_norm_global(sq, groups, ng, norm, err)) return -1;
 	float c = grad_clip_coef(*norm, max_norm);
-	if (c < 1.0f)
-		for (size_t i = 0; i < n; i++) g[i] *= c;
+	if (c < 1.0f) k->ops->grad_scale(k->state, g, n, c);
 	return 0;
 }
 
-int grad_clip_global(float *g, size_t n, struct comm *dpg, struct comm *const *mp, int nmp,
+int grad_clip_global(struct kern *k, float *g, size_t n, struct comm *dpg, struct comm *const *mp, int nmp,
 		      float max_norm, double *norm, char *err)
 {
-	return grad_clip_sq(g, n, grad_sq_skip(g, 0, n, NULL, 0), dpg, mp, nmp, max_norm, norm, err);
+	return grad_clip_sq(k, g, n, grad_sq_skip(k, g, 0, n, NULL, 0), dpg, mp, nmp, max_norm, norm, err);
 }
 
 int zero_create(struct comm *group, size_t nparams, const struct zero_cfg *cfg, struct zero **out, char *err)
@@ -81,16 +86,25 @@ int zero_create(struct comm *group, size_t nparams, const struct zero_cfg *cfg, 
 	z->cfg = *cfg;
 	z->group = group;
 	z->nparams = nparams;
-	struct dp_cfg dc = {.bucket_params = cfg->bucket_params, .reduce_scatter = cfg->stage > 0};
+	z->k = cfg->opt.k;
+	if (!z->k) {
+		if (kern_create(&z->k, &kern_cpu_ops, 0, err)) {
+			free(z);
+			return -1;
+		}
+		z->own_k = 1;
+		z->cfg.opt.k = z->k;
+	}
+	struct dp_cfg dc = {.bucket_params = cfg->bucket_params, .reduce_scatter = cfg->stage > 0, .k = z->k};
 	if (dp_create(group, nparams, &dc, &z->dp, err)) {
-		free(z);
+		zero_destroy(z);
 		return -1;
 	}
 	z->owned = cfg->stage ? dp_shard_len(z->dp) : dp_padded(z->dp);
-	z->m = calloc(z->owned, sizeof(float));
-	z->v = calloc(z->owned, sizeof(float));
+	z->m = kern_zalloc(z->k, z->owned * sizeof(float));
+	z->v = kern_zalloc(z->k, z->owned * sizeof(float));
 	z->req = calloc((size_t)dp_nbuckets(z->dp), sizeof(*z->req));
-	if (cfg->stage) z->shard = calloc(z->owned, sizeof(float));
+	if (cfg->stage) z->shard = kern_zalloc(z->k, z->owned * sizeof(float));
 	if (!z->m || !z->v || !z->req || (cfg->stage && !z->shard)) {
 		size_t owned = z->owned;
 		zero_destroy(z);
@@ -104,9 +118,12 @@ void zero_destroy(struct zero *z)
 {
 	if (!z) return;
 	dp_destroy(z->dp);
-	free(z->shard);
-	free(z->m);
-	free(z->v);
+	if (z->k) {
+		kern_free(z->k, z->shard);
+		kern_free(z->k, z->m);
+		kern_free(z->k, z->v);
+	}
+	if (z->own_k) kern_destroy(z->k);
 	free(z->req);
 	free(z);
 }
@@ -133,8 +150,8 @@ int zero_clip_grad_norm(struct zero *z, struct comm *const *mp, int nmp, float m
 {
 	if (!z->cfg.stage && !z->grads) return errf(err, "zero: clipping before any reduction");
 	/* stage 0: every dp rank holds the same averaged gradient, so no dp reduction */
-	return z->cfg.stage ? grad_clip_global(z->shard, z->owned, z->group, mp, nmp, max_norm, norm, err)
-			    : grad_clip_global(z->grads, z->nparams, NULL, mp, nmp, max_norm, norm, err);
+	return z->cfg.stage ? grad_clip_global(z->k, z->shard, z->owned, z->group, mp, nmp, max_norm, norm, err)
+			    : grad_clip_global(z->k, z->grads, z->nparams, NULL, mp, nmp, max_norm, norm, err);
 }
 
 int zero_clip_grad_norm_skip(struct zero *z, const struct decay_range *skip, int nskip,
@@ -142,19 +159,19 @@ int zero_clip_grad_norm_skip(struct zero *z, const struct decay_range *skip, int
 {
 	if (!z->cfg.stage && !z->grads) return errf(err, "zero: clipping before any reduction");
 	double sq = zero_grad_sq_skip(z, skip, nskip);
-	if (!z->cfg.stage) return grad_clip_sq(z->grads, z->nparams, sq, NULL, mp, nmp, max_norm, norm, err);
-	return grad_clip_sq(z->shard, z->owned, sq, z->group, mp, nmp, max_norm, norm, err);
+	if (!z->cfg.stage) return grad_clip_sq(z->k, z->grads, z->nparams, sq, NULL, mp, nmp, max_norm, norm, err);
+	return grad_clip_sq(z->k, z->shard, z->owned, sq, z->group, mp, nmp, max_norm, norm, err);
 }
 
 double zero_grad_sq_skip(const struct zero *z, const struct decay_range *skip, int nskip)
 {
-	if (!z->cfg.stage) return z->grads ? grad_sq_skip(z->grads, 0, z->nparams, skip, nskip) : 0.0;
+	if (!z->cfg.stage) return z->grads ? grad_sq_skip(z->k, z->grads, 0, z->nparams, skip, nskip) : 0.0;
 	int n = comm_size(z->group), r = comm_rank(z->group), nb = dp_nbuckets(z->dp);
 	double sq = 0;
 	for (int i = 0; i < nb; i++) {
 		const struct dp_bucket *b = dp_bucket(z->dp, i);
 		size_t sl = b->len / (size_t)n;
-		sq += grad_sq_skip(z->shard + b->shard_off, b->off + (size_t)r * sl, sl, skip, nskip);
+		sq += grad_sq_skip(z->k, z->shard + b->shard_off, b->off + (size_t)r * sl, sl, skip, nskip);
 	}
 	return sq;
 }
@@ -163,7 +180,7 @@ void zero_scale_grads(struct zero *z, float coef)
 {
 	float *g = z->cfg.stage ? z->shard : z->grads;
 	size_t n = z->cfg.stage ? z->owned : z->nparams;
-	for (size_t i = 0; g && i < n; i++) g[i] *= coef;
+	if (g && n) z->k->ops->grad_scale(z->k->state, g, n, coef);
 }
 
 int zero_step(struct zero *z, float *params, char *err)

@@ -40,17 +40,18 @@ int grad_norm_global(double local_sq, struct comm *const *groups, int ngroups, d
 /* PyTorch clip_grad_norm_ / Megatron clip_grads: coefficient max_norm / (norm + 1e-6),
  * applied when below 1. */
 float grad_clip_coef(double norm, float max_norm);
-/* Clips g[0..n), the gradients this rank owns, by the global norm over dpg (NULL when every
+/* g is memory of backend k (kernels/backend.h), which runs the sums and the scaling.
+ * Clips g[0..n), the gradients this rank owns, by the global norm over dpg (NULL when every
  * dp rank holds the same gradients) and the `mp` groups; *norm gets the norm before
  * clipping; max_norm <= 0 only measures. */
-int grad_clip_global(float *g, size_t n, struct comm *dpg, struct comm *const *mp, int nmp,
+int grad_clip_global(struct kern *k, float *g, size_t n, struct comm *dpg, struct comm *const *mp, int nmp,
 		     float max_norm, double *norm, char *err);
 
 /* Sum of squares of g[0..n), which sit at flat indices flat0.., leaving out elements inside
  * skip[0..nskip) (sorted, disjoint flat ranges). Padding past the real parameters is zero. */
-double grad_sq_skip(const float *g, size_t flat0, size_t n, const struct decay_range *skip, int nskip);
+double grad_sq_skip(struct kern *k, const float *g, size_t flat0, size_t n, const struct decay_range *skip, int nskip);
 /* grad_clip_global with this rank's sum of squares given. */
-int grad_clip_sq(float *g, size_t n, double sq, struct comm *dpg, struct comm *const *mp, int nmp,
+int grad_clip_sq(struct kern *k, float *g, size_t n, double sq, struct comm *dpg, struct comm *const *mp, int nmp,
 		 float max_norm, double *norm, char *err);
 
 /* --- stages 0, 1, 2 ------------------------------------------------------------------- */

@@ -1,6 +1,8 @@
 /* zero3 — ZeRO-3 / FSDP: parameters sharded by unit, gathered just before use with the next
  * unit prefetched, freed after; unit gradients reduce-scattered into the gradient shard
- * (Rajbhandari et al., SC20, §5.3; model.md §2.4 "ZeRO-3 / FSDP gather buffers"). */
+ * (Rajbhandari et al., SC20, §5.3; model.md §2.4 "ZeRO-3 / FSDP gather buffers"). Every
+ * buffer is memory of the optimizer's backend (adamw_cfg.k; without one a CPU backend of
+ * zero3's own), which runs the fills, the means, the sums of squares and AdamW. */
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/zero.h"
@@ -25,6 +27,8 @@ struct zero3 {
 	size_t shard_len;
 	float *p, *g, *m, *v;     /* shard: parameters, gradients, moments */
 	size_t live, peak;
+	struct kern *k;           /* borrowed unless own_k */
+	int own_k;
 };
 
 static void live_add(struct zero3 *z, size_t n)
@@ -43,9 +47,18 @@ int zero3_create(struct comm *group, const size_t *unit_params, int nunits,
 	z->group = group;
 	z->opt = *opt;
 	z->nu = nunits;
+	z->k = opt->k;
+	if (!z->k) {
+		if (kern_create(&z->k, &kern_cpu_ops, 0, err)) {
+			free(z);
+			return -1;
+		}
+		z->own_k = 1;
+		z->opt.k = z->k;
+	}
 	z->u = calloc((size_t)nunits, sizeof(*z->u));
 	if (!z->u) {
-		free(z);
+		zero3_destroy(z);
 		return errf(err, "zero3: out of memory");
 	}
 	size_t n = (size_t)comm_size(group), flat = 0;
@@ -59,10 +72,10 @@ int zero3_create(struct comm *group, const size_t *unit_params, int nunits,
 		flat += u->n;
 		z->shard_len += u->sl;
 	}
-	z->p = calloc(z->shard_len, sizeof(float));
-	z->g = calloc(z->shard_len, sizeof(float));
-	z->m = calloc(z->shard_len, sizeof(float));
-	z->v = calloc(z->shard_len, sizeof(float));
+	z->p = kern_zalloc(z->k, z->shard_len * sizeof(float));
+	z->g = kern_zalloc(z->k, z->shard_len * sizeof(float));
+	z->m = kern_zalloc(z->k, z->shard_len * sizeof(float));
+	z->v = kern_zalloc(z->k, z->shard_len * sizeof(float));
 	if (!z->p || !z->g || !z->m || !z->v) {
 		zero3_destroy(z);
 		return errf(err, "zero3: out of memory for a shard of %zu elements", flat / n);
@@ -71,13 +84,13 @@ int zero3_create(struct comm *group, const size_t *unit_params, int nunits,
 	return 0;
 }
 
-static void unit_free(struct unit *u)
+static void unit_free(struct kern *k, struct unit *u)
 {
 	comm_wait(u->ag, NULL);
 	comm_wait(u->rs, NULL);
-	free(u->full);
-	free(u->grad);
-	free(u->rs_out);
+	kern_free(k, u->full);
+	kern_free(k, u->grad);
+	kern_free(k, u->rs_out);
 	u->full = u->grad = u->rs_out = NULL;
 	u->ag = u->rs = NULL;
 }
@@ -85,12 +98,13 @@ static void unit_free(struct unit *u)
 void zero3_destroy(struct zero3 *z)
 {
 	if (!z) return;
-	for (int i = 0; i < z->nu; i++) unit_free(&z->u[i]);
+	for (int i = 0; z->u && i < z->nu; i++) unit_free(z->k, &z->u[i]);
 	free(z->u);
-	free(z->p);
-	free(z->g);
-	free(z->m);
-	free(z->v);
+	kern_free(z->k, z->p);
+	kern_free(z->k, z->g);
+	kern_free(z->k, z->m);
+	kern_free(z->k, z->v);
+	if (z->own_k) kern_destroy(z->k);
 	free(z);
 }
 
@@ -105,10 +119,11 @@ int zero3_load(struct zero3 *z, const float *full, char *err)
 	size_t r = (size_t)comm_rank(z->group);
 	for (int i = 0; i < z->nu; i++) {
 		const struct unit *u = &z->u[i];
-		for (size_t k = 0; k < u->sl; k++) {
-			size_t j = r * u->sl + k;     /* index inside the padded unit */
-			z->p[u->shard_off + k] = j < u->n ? full[u->flat_off + j] : 0.0f;
-		}
+		/* this rank's slice [r·sl, (r+1)·sl) of the padded unit: real elements, then padding */
+		size_t j = r * u->sl, real = j < u->n ? u->n - j : 0;
+		if (real > u->sl) real = u->sl;
+		if (real) kern_copy_dev(z->k, z->p + u->shard_off, full + u->flat_off + j, real * sizeof(float));
+		kern_zero(z->k, z->p + u->shard_off + real, (u->sl - real) * sizeof(float));
 	}
 	return 0;
 }
@@ -117,7 +132,7 @@ static int start_gather(struct zero3 *z, int i, char *err)
 {
 	struct unit *u = &z->u[i];
 	if (u->full) return 0;
-	u->full = malloc(u->padded * sizeof(float));
+	u->full = kern_alloc(z->k, u->padded * sizeof(float));
 	if (!u->full) return errf(err, "zero3: out of memory gathering unit %d (%zu elements)", i, u->padded);
 	live_add(z, u->padded);
 	return comm_iallgather(z->group, z->p + u->shard_off, u->full, u->sl, COMM_F32, &u->ag, err);
@@ -130,9 +145,9 @@ static int finish_reduce(struct zero3 *z, struct unit *u, char *err)
 	int rc = comm_wait(u->rs, err);
 	u->rs = NULL;
 	if (rc) return -1;
-	for (size_t k = 0; k < u->sl; k++) z->g[u->shard_off + k] += u->rs_out[k] / n;
-	free(u->grad);
-	free(u->rs_out);
+	z->k->ops->grad_add_div(z->k->state, z->g + u->shard_off, u->rs_out, u->sl, n);
+	kern_free(z->k, u->grad);
+	kern_free(z->k, u->rs_out);
 	u->grad = u->rs_out = NULL;
 	z->live -= u->padded + u->sl;
 	return 0;
@@ -192,7 +207,7 @@ void zero3_release(struct zero3 *z, int unit)
 	if (!u->full) return;
 	comm_wait(u->ag, NULL);   /* a prefetch that was never used */
 	u->ag = NULL;
-	free(u->full);
+	kern_free(z->k, u->full);
 	u->full = NULL;
 	z->live -= u->padded;
 }
@@ -208,7 +223,7 @@ float *zero3_grad(struct zero3 *z, int unit, char *err)
 		errf(err, "zero3: unit %d already has a gradient in flight", unit);
 		return NULL;
 	}
-	u->grad = calloc(u->padded, sizeof(float));
+	u->grad = kern_zalloc(z->k, u->padded * sizeof(float));
 	if (!u->grad) errf(err, "zero3: out of memory for unit %d's gradient", unit);
 	else live_add(z, u->padded);
 	return u->grad;
@@ -221,10 +236,10 @@ int zero3_reduce(struct zero3 *z, int unit, char *err)
 	if (!u->grad || u->rs) return errf(err, "zero3: unit %d has no gradient to reduce", unit);
 	/* free what earlier reductions no longer need before holding another buffer */
 	if (reap(z, 0, err) || bound_in_flight(z, err)) return -1;
-	u->rs_out = malloc(u->sl * sizeof(float));
+	u->rs_out = kern_alloc(z->k, u->sl * sizeof(float));
 	if (!u->rs_out) return errf(err, "zero3: out of memory reducing unit %d", unit);
 	live_add(z, u->sl);
-	memset(u->grad + u->n, 0, (u->padded - u->n) * sizeof(float));
+	kern_zero(z->k, u->grad + u->n, (u->padded - u->n) * sizeof(float));
 	return comm_ireduce_scatter(z->group, u->grad, u->rs_out, u->sl, COMM_F32, &u->rs, err);
 }
 
@@ -232,7 +247,7 @@ int zero3_clip_grad_norm(struct zero3 *z, struct comm *const *mp, int nmp, float
 			 double *norm, char *err)
 {
 	if (reap(z, 1, err)) return -1;
-	return grad_clip_global(z->g, z->shard_len, z->group, mp, nmp, max_norm, norm, err);
+	return grad_clip_global(z->k, z->g, z->shard_len, z->group, mp, nmp, max_norm, norm, err);
 }
 
 int zero3_clip_grad_norm_skip(struct zero3 *z, const struct decay_range *skip, int nskip,
@@ -243,9 +258,9 @@ int zero3_clip_grad_norm_skip(struct zero3 *z, const struct decay_range *skip, i
 	double sq = 0;
 	for (int i = 0; i < z->nu; i++) {
 		const struct unit *u = &z->u[i];
-		sq += grad_sq_skip(z->g + u->shard_off, u->flat_off + (size_t)r * u->sl, u->sl, skip, nskip);
+		sq += grad_sq_skip(z->k, z->g + u->shard_off, u->flat_off + (size_t)r * u->sl, u->sl, skip, nskip);
 	}
-	return grad_clip_sq(z->g, z->shard_len, sq, z->group, mp, nmp, max_norm, norm, err);
+	return grad_clip_sq(z->k, z->g, z->shard_len, sq, z->group, mp, nmp, max_norm, norm, err);
 }
 
 int zero3_step(struct zero3 *z, char *err)
@@ -269,7 +284,7 @@ int zero3_step(struct zero3 *z, char *err)
 		o += real;
 		adamw_apply(&nodecay, z->p + o, z->g + o, z->m + o, z->v + o, u->sl - real, z->step);
 	}
-	memset(z->g, 0, z->shard_len * sizeof(float));
+	kern_zero(z->k, z->g, z->shard_len * sizeof(float));
 	return 0;
 }
 

@@ -1,0 +1,224 @@
+/* test_backend — the compute backend table (kernels/backend.h) on the host: the choice of row
+ * for `scaleplan run --backend` over fake GPU counts, the tracking allocator's counters against
+ * sizes summed here, the CPU row against direct calls of the reference kernels (bit for bit),
+ * and the runtime's buffers all coming from the backend (the model's four flat buffers and
+ * the activation slabs, counted from the model's own tables). */
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/backend.h"
+#include "runtime/model.h"
+#include "tests/test.h"
+#include "tests/tiny.h"
+
+static void test_choose(void)
+{
+	char err[256];
+	/* (want, have_cuda, gpus) -> row; the rule of kern_choose's comment */
+	static const struct { enum kern_want w; int have, gpus; const char *want; } cases[] = {
+		{KERN_WANT_DEFAULT, 0, 0, "cpu"}, {KERN_WANT_DEFAULT, 0, 4, "cpu"}, {KERN_WANT_DEFAULT, 1, 0, "cpu"},
+		{KERN_WANT_DEFAULT, 1, 1, "cuda"}, {KERN_WANT_DEFAULT, 1, 8, "cuda"}, {KERN_WANT_CPU, 1, 8, "cpu"},
+		{KERN_WANT_CPU, 0, 0, "cpu"}, {KERN_WANT_CUDA, 1, 2, "cuda"}, {KERN_WANT_CUDA, 0, 2, NULL},
+		{KERN_WANT_CUDA, 1, 0, NULL}, {KERN_WANT_CUDA, 0, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		err[0] = 0;
+		const char *got = kern_choose(cases[i].w, cases[i].have, cases[i].gpus, err);
+		int same = cases[i].want ? got && !strcmp(got, cases[i].want) : got == NULL;
+		CHECK(same, "choose case %zu: got %s, want %s", i, got ? got : "NULL", cases[i].want ? cases[i].want : "NULL");
+		if (!cases[i].want)
+			CHECK(strstr(err, "--backend cuda") && strchr(err, '\n') == NULL, "case %zu: one line naming --backend: '%s'",
+			      i, err);
+	}
+	kern_choose(KERN_WANT_CUDA, 0, 4, err);
+	CHECK(strstr(err, "make CUDA=1") != NULL, "no CUDA build: the message says how to build it: '%s'", err);
+	kern_choose(KERN_WANT_CUDA, 1, 0, err);
+	CHECK(strstr(err, "no GPU") != NULL, "no GPU: the message says so: '%s'", err);
+	CHECK(kern_row("cpu") == &kern_cpu_ops, "kern_row(cpu) is the CPU row");
+	CHECK(kern_row("gpu") == NULL && kern_row(NULL) == NULL, "unknown rows are NULL");
+	CHECK((kern_row("cuda") != NULL) == (kern_cuda_row() != NULL), "the cuda row exists exactly when linked in");
+}
+
+static void test_tracking(void)
+{
+	char err[256];
+	struct kern *k;
+	CHECK(kern_create(&k, &kern_cpu_ops, 0, err) == 0, "create: %s", err);
+	if (!k) return;
+	const size_t sz[5] = {1000, 64, 4096, 3, 100000};
+	void *p[5];
+	size_t in_use = 0, peak = 0;
+	for (int i = 0; i < 5; i++) {
+		p[i] = kern_alloc(k, sz[i]);
+		in_use += sz[i];
+		peak = in_use > peak ? in_use : peak;
+	}
+	CHECK(k->bytes_in_use == in_use && k->peak_bytes == peak, "after 5 allocations: %zu/%zu, want %zu/%zu",
+	      k->bytes_in_use, k->peak_bytes, in_use, peak);
+	kern_free(k, p[4]);
+	kern_free(k, p[1]);
+	in_use -= sz[4] + sz[1];
+	CHECK(k->bytes_in_use == in_use && k->peak_bytes == peak, "frees lower bytes in use, not the peak: %zu/%zu",
+	      k->bytes_in_use, k->peak_bytes);
+	int foreign;
+	kern_free(k, &foreign);
+	kern_free(k, NULL);
+	CHECK(k->bytes_in_use == in_use, "a foreign pointer and NULL change nothing: %zu", k->bytes_in_use);
+	void *big = kern_zalloc(k, 200000);
+	in_use += 200000;
+	peak = in_use > peak ? in_use : peak;
+	int zero = 1;
+	for (size_t i = 0; big && i < 200000; i++) zero &= ((unsigned char *)big)[i] == 0;
+	CHECK(big && zero, "kern_zalloc zeroes");
+	CHECK(k->bytes_in_use == in_use && k->peak_bytes == peak, "a larger block raises the peak: %zu/%zu, want %zu/%zu",
+	      k->bytes_in_use, k->peak_bytes, in_use, peak);
+	void *none = kern_alloc(k, 0);
+	CHECK(none && k->bytes_in_use == in_use + 1, "a zero-byte request takes one byte");
+	kern_free(k, none);
+	kern_free(k, big);
+	in_use -= 200000;
+	kern_reset_peak(k);
+	CHECK(k->peak_bytes == in_use, "reset: the peak starts again at the bytes in use (%zu, want %zu)", k->peak_bytes,
+	      in_use);
+	void *again = kern_alloc(k, 10);
+	kern_free(k, again);
+	CHECK(k->peak_bytes == in_use + 10, "the new peak follows later allocations: %zu", k->peak_bytes);
+	kern_free(k, p[0]);
+	kern_free(k, p[2]);
+	kern_free(k, p[3]);
+	CHECK(k->bytes_in_use == 0 && k->nblocks == 0, "everything freed: %zu bytes in %zu blocks", k->bytes_in_use,
+	      k->nblocks);
+	kern_destroy(k);
+	kern_destroy(NULL);
+}
+
+static void fill(float *x, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		x[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 2.0f;
+	}
+}
+
+/* The CPU row's entries against the reference kernels they wrap. */
+static void test_cpu_row(void)
+{
+	const struct kern_ops *o = &kern_cpu_ops;
+	enum { N = 24, IC = 16, OC = 12, B = 2, T = 12, H = 4, HKV = 2, D = 8, QKV = (H + 2 * HKV) * D };
+	float x[N * IC], w[OC * IC], bias[OC], y1[N * OC], y2[N * OC];
+	fill(x, N * IC, 1);
+	fill(w, OC * IC, 2);
+	fill(bias, OC, 3);
+	linear_forward(y1, x, w, bias, N, IC, OC);
+	o->linear_forward(NULL, y2, x, w, bias, N, IC, OC);
+	CHECK(!memcmp(y1, y2, sizeof y1), "linear_forward through the table");
+	float g[IC], r1[N], r2[N], n1[N * IC], n2[N * IC];
+	fill(g, IC, 4);
+	rmsnorm_forward(n1, r1, x, g, N, IC, 1e-5f);
+	o->rmsnorm_forward(NULL, n2, r2, x, g, N, IC, 1e-5f);
+	CHECK(!memcmp(n1, n2, sizeof n1) && !memcmp(r1, r2, sizeof r1), "rmsnorm_forward through the table");
+	float qkv[B * T * QKV], a1[B * T * H * D], a2[B * T * H * D], l1[B * H * T], l2[B * H * T];
+	size_t ns = attention_scratch_floats(B, T, H);
+	float *s1 = malloc(sizeof(float) * ns), *s2 = malloc(sizeof(float) * ns);
+	fill(qkv, B * T * QKV, 5);
+	attention_forward(a1, l1, qkv, s1, B, T, H, HKV, D);
+	o->attention_forward(NULL, a2, l2, qkv, s2, B, T, H, HKV, D);
+	CHECK(!memcmp(a1, a2, sizeof a1) && !memcmp(l1, l2, sizeof l1), "attention_forward through the table");
+	free(s1);
+	free(s2);
+	float p1[N * IC], p2[N * IC], m1[N * IC] = {0}, m2[N * IC] = {0}, v1[N * IC] = {0}, v2[N * IC] = {0};
+	memcpy(p1, x, sizeof p1);
+	memcpy(p2, x, sizeof p2);
+	adamw_step(p1, n1, m1, v1, N * IC, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 0.5f);
+	o->adamw_step(NULL, p2, n1, m2, v2, N * IC, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 0.5f);
+	CHECK(!memcmp(p1, p2, sizeof p1) && !memcmp(m1, m2, sizeof m1) && !memcmp(v1, v2, sizeof v1),
+	      "adamw_step through the table");
+	/* the double sum, independently */
+	double want = 0.0;
+	for (int i = 0; i < N * IC; i++) want += (double)x[i] * x[i];
+	double acc = 0.0;
+	o->grad_sumsq_acc(NULL, &acc, x, 100);
+	o->grad_sumsq_acc(NULL, &acc, x + 100, N * IC - 100);
+	CHECK(acc == want, "grad_sumsq_acc in two pieces is the one double sum: %.17g vs %.17g", acc, want);
+	float fs = 0.0f;
+	grad_sumsq(&fs, x, N * IC);
+	CHECK(fs == 0.0f + (float)want, "grad_sumsq's float is the rounded double sum");
+	float y[8] = {1, 2, 3, 4, 5, 6, 7, 8}, z[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+	o->add(NULL, y, z, 8);
+	int all9 = 1;
+	for (int i = 0; i < 8; i++) all9 &= y[i] == 9.0f;
+	CHECK(all9, "add: y += x");
+	o->grad_div(NULL, y, 8, 3.0f);
+	CHECK(y[0] == 9.0f / 3.0f && y[7] == 3.0f, "grad_div divides");
+	o->grad_add_div(NULL, y, z, 8, 2.0f);
+	CHECK(y[0] == 3.0f + 8.0f / 2.0f && y[7] == 3.0f + 0.5f, "grad_add_div: y += x / d");
+	/* MoE statistics: 3 tokens, 3 experts, top-2 */
+	const float probs[9] = {0.5f, 0.25f, 0.25f, 0.125f, 0.75f, 0.125f, 0.0f, 0.5f, 0.5f};
+	const int topi[6] = {0, 1, 1, 2, 1, 2};
+	float cnt[3], psum[3];
+	o->moe_stats(NULL, cnt, psum, probs, topi, 3, 3, 2);
+	CHECK(cnt[0] == 1 && cnt[1] == 3 && cnt[2] == 2, "moe_stats counts: %g %g %g", cnt[0], cnt[1], cnt[2]);
+	CHECK(psum[0] == 0.625f && psum[1] == 1.5f && psum[2] == 0.875f, "moe_stats probability sums");
+}
+
+/* Every flat buffer of the model and every activation slab is the backend's: its bytes in use
+ * are 4 buffers x n_params floats, then the slabs of the activation table on top, then 0. */
+static void test_runtime_allocations(void)
+{
+	char err[256];
+	struct kern *k;
+	if (kern_create(&k, &kern_cpu_ops, 0, err)) { CHECK(0, "%s", err); return; }
+	struct model cfg = tiny_dense("tiny", 2);
+	struct llama_par par;
+	llama_par_default(&par);
+	par.backend = k;
+	struct llama *m;
+	if (llama_create_par(&m, &cfg, NULL, &par, err)) { CHECK(0, "%s", err); kern_destroy(k); return; }
+	const size_t model_bytes = 4 * sizeof(float) * m->n_params;
+	CHECK(k->bytes_in_use == model_bytes, "model: %zu bytes in use, want 4 x 4 x %zu = %zu", k->bytes_in_use,
+	      m->n_params, model_bytes);
+	struct llama_acts *a;
+	if (llama_acts_create(&a, m, 2, 16, 0, err)) {
+		CHECK(0, "%s", err);
+	} else {
+		size_t want = model_bytes + sizeof(float) * a->n_floats + sizeof(int) * a->n_ints;
+		CHECK(k->bytes_in_use == want, "activations: %zu bytes in use, want %zu", k->bytes_in_use, want);
+		llama_acts_destroy(a);
+	}
+	CHECK(k->bytes_in_use == model_bytes, "activations freed back to the model's %zu", model_bytes);
+	llama_destroy(m);
+	CHECK(k->bytes_in_use == 0 && k->peak_bytes > model_bytes, "model freed: %zu in use, peak %zu", k->bytes_in_use,
+	      k->peak_bytes);
+	kern_destroy(k);
+}
+
+/* A row whose activations are not fp32 is refused by name until the runtime addresses them. */
+static void test_act_bytes_refused(void)
+{
+	char err[256] = "";
+	struct kern_ops half = kern_cpu_ops;
+	half.name = "half";
+	half.act_bytes = 2;
+	struct kern *k;
+	if (kern_create(&k, &half, 0, err)) { CHECK(0, "%s", err); return; }
+	struct model cfg = tiny_dense("tiny", 2);
+	struct llama_par par;
+	llama_par_default(&par);
+	par.backend = k;
+	struct llama *m;
+	if (llama_create_par(&m, &cfg, NULL, &par, err)) { CHECK(0, "%s", err); kern_destroy(k); return; }
+	struct llama_acts *a = NULL;
+	int rc = llama_acts_create(&a, m, 2, 16, 0, err);
+	CHECK(rc == -1 && a == NULL && strstr(err, "half") && strstr(err, "2-byte"), "2-byte activations refused: '%s'", err);
+	llama_destroy(m);
+	kern_destroy(k);
+}
+
+int main(void)
+{
+	test_choose();
+	test_tracking();
+	test_cpu_row();
+	test_runtime_allocations();
+	test_act_bytes_refused();
+	return test_summary("backend");
+}
