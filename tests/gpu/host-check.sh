@@ -3,9 +3,11 @@
 # machine without a GPU: in a private mount namespace (unshare -m; root) the system's copies
 # of the libraries the bundle supplies (cJSON, SQLite, GLPK and SuiteSparse, GSL, OpenBLAS and
 # gfortran's runtime), their headers and Open MPI (headers, libraries, mpicc, mpirun) are
-# hidden and the loader's cache is rebuilt without them; then a scratch copy of the working
+# hidden and the loader's cache is rebuilt without them, and NCCL and cuDNN are moved out of the
+# toolkit into the layout of Python's nvidia-* wheels; then a scratch copy of the working
 # tree (tracked and untracked files, and .gpu/) runs `tests/gpu/run.sh --build-only`, which
-# can only succeed from the bundle. The NOMPI binary it builds must load every library, and a
+# can only succeed from the bundle; the nccl stage's programs must link and run (to their "no
+# GPU" message). The NOMPI binary the build makes must load every library, and a
 # one-rank run of the tiny model must give the losses the system's MPI build gives (computed
 # before the namespace is entered): the same compiler and the same library versions.
 #
@@ -71,6 +73,20 @@ chmod 644 "$HC/not-here"
 for f in /usr/bin/mpicc /usr/bin/mpirun /usr/bin/mpiexec /usr/bin/orterun; do
 	[ -e "$f" ] && mount --bind "$HC/not-here" "$(readlink -f "$f")"
 done
+# NCCL and cuDNN as the GPU machine has them: Python wheels (nvidia/nccl, nvidia/cudnn with
+# include/ and lib/, versioned sonames only), not in the toolkit
+CT=$(readlink -f /usr/local/cuda)/targets/x86_64-linux
+if [ -e "$CT/include/nccl.h" ] && [ -z "${HOST_CHECK_TOOLKIT_NCCL:-}" ]; then
+	farm "$CT/include" 'nccl*' 'cudnn*'
+	farm "$CT/lib" 'libnccl*' 'libcudnn*'
+	for w in nccl cudnn; do
+		mkdir -p "$HC/site/nvidia/$w/include" "$HC/site/nvidia/$w/lib"
+		for f in "$HC/orig/$(echo "$CT/include" | tr / _)"/$w*; do ln -s "$f" "$HC/site/nvidia/$w/include/"; done
+		for f in "$HC/orig/$(echo "$CT/lib" | tr / _)"/lib$w*.so.[0-9]; do ln -s "$f" "$HC/site/nvidia/$w/lib/"; done
+	done
+	export PYTHONPATH=$HC/site
+	echo '#include <nccl.h>' | gcc -E -x c -I"$CT/include" - 2>&1 | grep -q 'No such file' && ok || bad "the toolkit's nccl.h still visible"
+fi
 ldconfig -C "$HC/ld.so.cache" 2>/dev/null
 mount --bind "$HC/ld.so.cache" /etc/ld.so.cache
 
@@ -86,12 +102,23 @@ cd "$HC/tree" || exit 2
 GPU_WORK=$HC/work OUT=$HC/out bash tests/gpu/run.sh --build-only
 rc=$?
 [ $rc -eq 0 ] && ok || bad "run.sh --build-only: rc $rc"
-BIN=$HC/tree/build-nompi/scaleplan
+# the nccl stage links its programs against the wheels' NCCL; without a GPU they say so
+GPU_WORK=$HC/work bash tests/gpu/run.sh --stage nccl >"$HC/nccl.log" 2>&1
+for p in nccl_smoke nccl_watchdog; do
+	grep -q "^no GPU: comm: rank 0 cannot use CUDA device 0" "$HC/work/$p.out" 2>/dev/null && ok ||
+		bad "$p did not link or run: $(grep "^$p" "$HC/work/results/nccl" 2>/dev/null)"
+done
+BIN=$HC/tree/$(cat "$HC/work/bin" 2>/dev/null || echo build-nompi/scaleplan)
 if [ -x "$BIN" ]; then
 	ldd "$BIN" >"$HC/ldd"
 	grep -q 'not found' "$HC/ldd" && bad "libraries not found: $(grep 'not found' "$HC/ldd" | tr '\n' ' ')" || ok
 	grep -q "$HC/work/" "$HC/ldd" && ok || bad "nothing loaded from the bundle: $(cat "$HC/ldd")"
-	grep -E 'cjson|glpk|gsl|openblas|sqlite' "$HC/ldd"
+	if [ -n "${PYTHONPATH:-}" ]; then
+		grep -q "libnccl in $HC/site/nvidia/nccl/lib" "$HC/out/stages.log" &&
+			grep -q "libcudnn in $HC/site/nvidia/cudnn/lib" "$HC/out/stages.log" && ok ||
+			bad "NCCL and cuDNN not found in the wheel layout"
+	fi
+	grep -E 'cjson|glpk|gsl|openblas|sqlite|nccl|cudnn' "$HC/ldd"
 	"$BIN" run $TINY >"$HC/losses.self" 2>"$HC/err" && ok || bad "NOMPI run: $(tail -n 2 "$HC/err")"
 	l() { grep '^{"step"' "$1" | grep -o '"loss":[^,]*'; }
 	[ -n "$(l "$HC/losses.self")" ] && cmp -s <(l "$HC/losses.self") <(l "$HC/losses.mpi") && ok ||

@@ -84,8 +84,10 @@ find_python() {
 	done
 }
 
-# The folders of the nvidia-* wheels (site-packages/nvidia/*), then the toolkit's.
+# The folders of the nvidia-* wheels (site-packages/nvidia/*), then the toolkit's; with
+# "toolkit", the toolkit's first (the runtime and cuBLAS that match nvcc).
 search_dirs() {
+	[ "${1:-}" = toolkit ] && echo "${CUDA_HOME:-/usr/local/cuda}"
 	local py=$(find_python)
 	if [ -n "$py" ]; then
 		"$py" - <<-'EOF' 2>/dev/null
@@ -101,10 +103,11 @@ search_dirs() {
 	echo "${CUDA_HOME:-/usr/local/cuda}"
 }
 
-# first FILE under the search folders: a header's folder or a library's folder
+# find_dir_of NAME [toolkit]: the folder of the first NAME (a header or a library) under the
+# search folders
 find_dir_of() {
 	local name=$1 d f
-	for d in $(search_dirs); do
+	for d in $(search_dirs "${2:-}"); do
 		f=$(find -L "$d" -maxdepth 4 -name "$name" 2>/dev/null | head -n 1)
 		[ -n "$f" ] && { dirname "$f"; return; }
 	done
@@ -164,13 +167,13 @@ stage_setup() {
 	inc="$WORK/root/usr/include:$WORK/root/usr/include/x86_64-linux-gnu/openblas-pthread"
 	libs=""    # the CUDA libraries' folders
 	for h in cuda_runtime.h nccl.h cudnn.h cublasLt.h; do
-		d=$(find_dir_of "$h")
+		case $h in nccl.h|cudnn.h) d=$(find_dir_of "$h");; *) d=$(find_dir_of "$h" toolkit);; esac
 		[ -z "$d" ] && { result "$h" "not found" found FAIL; continue; }
 		note "$h in $d"
 		case ":$inc:" in *":$d:"*) ;; *) inc="$inc:$d";; esac
 	done
 	for l in 'libcudart.so*' 'libnccl.so*' 'libcudnn.so*' 'libcublasLt.so*' 'libcublas.so*'; do
-		d=$(find_dir_of "$l")
+		case $l in libnccl*|libcudnn*) d=$(find_dir_of "$l");; *) d=$(find_dir_of "$l" toolkit);; esac
 		[ -z "$d" ] && { result "${l%%.*}" "not found" found FAIL; continue; }
 		note "${l%%.*} in $d"
 		link_names "$d"
