@@ -45,7 +45,7 @@ assert len(rows) == 2 and all(a == b and s == 'finished' and n == 3 for a, b, s,
 cat > wrap.sh <<WRAP
 #!/usr/bin/env bash
 case " \$* " in
-*" --finalist \$(cat "$TMP/target") "*) [ -e "$TMP/hang" ] && exec sleep 60; echo "scaleplan run: deliberate failure" >&2; exit 7;;
+*" --finalist \$(cat "$TMP/target") "*) [ -e "$TMP/hang" ] && exec sleep 59.7; echo "scaleplan run: deliberate failure" >&2; exit 7;;
 esac
 exec "$SP" "\$@"
 WRAP
@@ -65,7 +65,8 @@ assert [x[2] for x in r] == ['crashed', 'ok', 'timeout', 'ok'], r
 assert r[0][3] == 1 and r[2][3] == 1 and r[1][3] == 0, r
 assert c.execute(\"select count(*) from benchmarks where status = 'timeout' and wall_s < 30\").fetchone()[0] == 1
 " "crash and timeout recorded, the next finalist ran"
-pgrep -f "sleep 60" >/dev/null && bad "the timed-out run was left running" || ok
+# a duration no other process on the machine sleeps for, matched whole
+pgrep -f '^sleep 59\.7$' >/dev/null && bad "the timed-out run was left running" || ok
 
 expect_rc 0 env PATH=/usr/bin:/bin "$SP" $TUNE --db s.db --bench-top 2 --launcher srun
 expect_out 'srun is not on PATH'
