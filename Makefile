@@ -39,13 +39,16 @@ NOMPI_DEFS := -DSCALEPLAN_NOMPI
 NOMPI_OUT := runtime/comm_mpi.c
 endif
 
-# CUDA=1: the binary links the CUDA backend row (kern_cuda_ops of kernels/backend_cuda.cu, in
-# build/libscaleplan_cuda.a), so that `run --backend cuda` exists; objects, tests and binary go
-# to $(B)-cuda/ (binary $(B)-cuda/scaleplan). Without it the row's weak reference stays NULL.
+# CUDA=1: the binary links the CUDA backend rows (kern_cuda_ops of kernels/backend_cuda.cu and
+# profile_cuda of runtime/profile_cuda.cu, in build/libscaleplan_cuda.a), so that `run --backend
+# cuda` and `profile --backend cuda` exist; objects, tests and binary go to $(B)-cuda/ (binary
+# $(B)-cuda/scaleplan). Without it the rows' weak references stay NULL. The layer libraries
+# after the CUDA one serve its objects' calls into them (the NCCL communicator's).
 ifeq ($(CUDA),1)
 B := $(B)-cuda
-CUDA_BIN_LIBS = -Wl,--undefined=kern_cuda_ops build/libscaleplan_cuda.a $(B)/libkernels.a $(CUDA_LDFLAGS) \
-	-L/usr/local/cuda/lib64 -lcudart -lcublasLt -lcublas -lcudnn -lnccl -lstdc++
+CUDA_BIN_LIBS = -Wl,--undefined=kern_cuda_ops -Wl,--undefined=profile_cuda build/libscaleplan_cuda.a \
+	$(B)/libruntime.a $(B)/libkernels.a $(B)/libsim.a $(CUDA_LDFLAGS) \
+	-L/usr/local/cuda/lib64 -lcudart -lcublasLt -lcublas -lcudnn -lnccl -lstdc++ -lopenblas -lm
 endif
 
 WARN := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wvla -Wshadow

@@ -1,7 +1,10 @@
 /* profile — `scaleplan profile`: measure this machine and write a hardware profile in the
  * format of profiles/hw (so `--gpu FILE.json` takes it everywhere), with the measured tables
  * the simulator interpolates (sim/hw_table.h). Run under mpirun -np N (one rank per "GPU"), or
- * give --ranks N and this verb starts mpirun itself. Rank 0 writes the file and prints. */
+ * give --ranks N and this verb starts mpirun itself. Rank 0 writes the file and prints.
+ * --backend cuda (a CUDA=1 build): rank r drives GPU r mod the visible GPUs, collectives run on
+ * an NCCL world bootstrapped over the MPI world (the one-rank world in a NOMPI build); one GPU
+ * measures no collective, and the profile says so. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,21 +24,24 @@ static void profile_usage(FILE *f)
 	fprintf(f,
 		"usage: mpirun -np N scaleplan profile [--backend cpu|cuda] [-o PROFILE.json] [--db PATH]\n"
 		"                      [--name NAME] [--max-dim D] [--max-seq S] [--max-bytes B]\n"
-		"                      [--min-time S]\n"
+		"                      [--heads H] [--head-dim D] [--min-time S]\n"
 		"       scaleplan profile --ranks N ...   (starts mpirun --oversubscribe -np N itself)\n\n"
 		"Measures the machine with every rank busy at once, as a training job's ranks are, and\n"
 		"writes a hardware profile (profiles/README.md) whose \"tables\" the simulator interpolates:\n"
-		"GEMM throughput by (M, N, K) from 16 to D (default 2048), attention forward/backward by\n"
-		"sequence length up to S (default 1024), memory-bound kernels and streaming bandwidth by size,\n"
-		"and nccl-tests-style collective time and bus bandwidth by operation, message size (1 KiB to\n"
-		"B, default 16M) and group size (2, 4, ... N consecutive ranks, all groups at once). The\n"
+		"GEMM throughput by (M, N, K) from 16 to D (default 2048; cuda 8192), attention forward/\n"
+		"backward of H heads (4; cuda 16) of width D (64; cuda 128) by sequence length up to S\n"
+		"(1024; cuda 4096), memory-bound kernels and streaming bandwidth by size, and nccl-tests-style\n"
+		"collective time and bus bandwidth by operation, message size (1 KiB to B, default 16M; cuda\n"
+		"256M) and group size (2, 4, ... N consecutive ranks, all groups at once). The\n"
 		"scalar fields (peak, bandwidths, efficiencies) are derived from the tables so that profiles\n"
 		"without tables keep working; `scaleplan calibrate` fits them to measured runs.\n\n"
-		"  --backend B   cpu (OpenBLAS and the runtime's kernels, MPI collectives); built here: %s\n"
+		"  --backend B   cpu (OpenBLAS and the runtime's kernels, MPI collectives), cuda (bf16:\n"
+		"                cuBLASLt GEMMs, cuDNN attention, bf16 RMSNorm + SwiGLU, device copies, NCCL;\n"
+		"                one GPU per rank, rank r on GPU r mod the visible ones); built here: %s\n"
 		"  -o FILE       write the profile there (default: stdout)\n"
 		"  --db PATH     also record it in the results store\n"
-		"  --name NAME   the profile's name (default cpu-HOST-Nr)\n"
-		"  --min-time S  each measurement repeats for at least S seconds (default 0.02)\n",
+		"  --name NAME   the profile's name (default cpu-HOST-Nr, cuda-DEVICE-Nr)\n"
+		"  --min-time S  each measurement repeats for at least S seconds (default 0.05)\n",
 		profile_backend_names());
 }
 
@@ -60,6 +66,8 @@ static int parse_args(int argc, char **argv, struct prof_args *a, char *err)
 		else if (!strcmp(o, "--ranks")) { if (parse_int(v, "--ranks", 1, 4096, &a->ranks, err)) return -1; }
 		else if (!strcmp(o, "--max-dim")) { if (parse_int(v, "--max-dim", 16, 16384, &n, err)) return -1; a->o.lim.max_dim = (int)n; }
 		else if (!strcmp(o, "--max-seq")) { if (parse_int(v, "--max-seq", 32, 65536, &n, err)) return -1; a->o.lim.max_seq = (int)n; }
+		else if (!strcmp(o, "--heads")) { if (parse_int(v, "--heads", 1, 256, &n, err)) return -1; a->o.lim.heads = (int)n; }
+		else if (!strcmp(o, "--head-dim")) { if (parse_int(v, "--head-dim", 8, 256, &n, err)) return -1; a->o.lim.head_dim = (int)n; }
 		else if (!strcmp(o, "--max-bytes")) {
 			if (parse_size_suffix(v, "--max-bytes", &x, err)) return -1;
 			if (x < 4096 || x > 1e10) return errf(err, "--max-bytes (%g) must be in [4K, 10G]", x);
@@ -166,21 +174,22 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	t->ref_bw_bps = busbw;
 	cJSON *o = cJSON_CreateObject();
 	char name[96];
+	int fp32 = !strcmp(b->dtype, "fp32"), dev = b->device_count != NULL;
 	if (a->name) snprintf(name, sizeof(name), "%s", a->name);
-	else snprintf(name, sizeof(name), "%s-%.40s-%dr", b->name, host, r->ranks);
+	else profile_default_name(b->name, r->device, host, r->ranks, name, sizeof(name));
 	cJSON_AddStringToObject(o, "name", name);
 	/* fp32 plans price GEMMs at half the 16-bit peak (sim/estimate.c), so the best fp32
-	 * GEMM measured is written as half of peak_bf16 */
-	add_num(o, "peak_bf16_tflops", 2 * r->peak_flops / 1e12, "%.6g");
+	 * GEMM measured is written as half of peak_bf16; a bf16 backend's best GEMM is the peak */
+	add_num(o, "peak_bf16_tflops", (fp32 ? 2 : 1) * r->peak_flops / 1e12, "%.6g");
 	add_num(o, "peak_fp8_tflops", 0, "%g");
-	add_num(o, "hbm_gib", mem_per_rank_bytes(r->ranks) / GIB, "%.4g");
+	add_num(o, "hbm_gib", (r->device_mem_bytes > 0 ? r->device_mem_bytes : mem_per_rank_bytes(r->ranks)) / GIB, "%.4g");
 	add_num(o, "hbm_bw_gbps", bw / 1e9, "%.4g");
 	/* the ranks of this machine are one "NVLink domain" (shared memory); what lies beyond it is
 	 * not measured: the network tier repeats its bandwidth */
 	cJSON *net = cJSON_AddArrayToObject(o, "network");
 	for (int i = 0; i < 2; i++) {
 		cJSON *tier = cJSON_CreateObject();
-		cJSON_AddStringToObject(tier, "name", i ? "network" : "shared-memory");
+		cJSON_AddStringToObject(tier, "name", i ? "network" : dev ? "node" : "shared-memory");
 		cJSON_AddNumberToObject(tier, "gpus", i ? 0 : r->ranks);
 		cJSON_AddStringToObject(tier, "link", i ? "net" : "nvlink");
 		add_num(tier, "busbw_gbps", busbw / 1e9, "%.4g");
@@ -192,7 +201,8 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	add_num(o, "mem_eff", t->ref_mem_eff < 0.01 ? 0.01 : t->ref_mem_eff, "%.4g");
 	add_num(o, "comm_eff", 1, "%g");
 	/* no device allocator, context or communicator buffers on a CPU: malloc'd buffers are
-	 * what the runtime counts */
+	 * what the runtime counts; on a device these overheads are not measured here and stay 0
+	 * until calibrated */
 	static const char *const zero[] = {"workspace_mib", "context_gib", "nccl_conn_mib", "step_overhead_ms", "kernel_us", "host_op_us", "host_collective_us"};
 	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++) add_num(o, zero[i], 0, "%g");
 	cJSON_AddNumberToObject(o, "nccl_channels", 1); /* MPI: no channel buffers (nccl_conn_mib 0) */
@@ -201,19 +211,29 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	add_num(o, "alloc_frag_expandable", 1, "%g");
 	cJSON *src = cJSON_AddObjectToObject(o, "sources");
 	char s[256];
-	snprintf(s, sizeof(s), "scaleplan profile --backend %s on %s, %d ranks at once, %s", b->name, host, r->ranks, when);
+	snprintf(s, sizeof(s), "scaleplan profile --backend %s (%s) on %s%s%s, %d ranks at once, %s", b->name, b->dtype, host,
+		 r->device[0] ? ", " : "", r->device, r->ranks, when);
 	cJSON_AddStringToObject(src, "measured", s);
-	cJSON_AddStringToObject(src, "peak", "twice the best GEMM of the table (its arithmetic is tables.dtype; fp32 plans price GEMMs at half of peak_bf16)");
-	cJSON_AddStringToObject(src, "fabric", r->ranks > 1 ? "all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are the collective library's); the network tier is not measured and repeats it"
-						     : "one rank: no collective measured; busbw is half the streaming copy bandwidth");
+	if (dev) {
+		snprintf(s, sizeof(s), "%s, %.1f GiB (rank 0's; one device per rank)", r->device[0] ? r->device : "unknown device",
+			 r->device_mem_bytes / GIB);
+		cJSON_AddStringToObject(src, "device", s);
+	}
+	cJSON_AddStringToObject(src, "peak", fp32 ? "twice the best GEMM of the table (its arithmetic is tables.dtype; fp32 plans price GEMMs at half of peak_bf16)"
+						  : "the best GEMM of the table (its arithmetic is tables.dtype)");
+	cJSON_AddStringToObject(src, "fabric", r->ranks > 1 ? (dev ? "NCCL all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are NCCL's); the network tier is not measured and repeats it"
+								   : "all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are the collective library's); the network tier is not measured and repeats it")
+						     : "one rank: no collective measured (no collective table); busbw is half the streaming copy bandwidth");
 	cJSON_AddStringToObject(src, "efficiencies", "gemm_eff 1 (peak is the best GEMM), gemm_half_dim the median fit of the table, attn_eff and mem_eff the longest measured attention and largest element-wise pass; overheads 0 until calibrated");
-	cJSON_AddStringToObject(o, "notes", "Measured by scaleplan profile. The simulator interpolates the tables and scales each by the ratio of its efficiency field to tables.reference (sim/hw_table.h); scaleplan calibrate moves the fields.");
+	cJSON_AddStringToObject(o, "notes", r->ranks > 1 ? "Measured by scaleplan profile. The simulator interpolates the tables and scales each by the ratio of its efficiency field to tables.reference (sim/hw_table.h); scaleplan calibrate moves the fields."
+						     : "Measured by scaleplan profile on one rank: GEMM, attention and memory tables, no collective table (collectives are priced from the network tiers). The simulator interpolates the tables and scales each by the ratio of its efficiency field to tables.reference (sim/hw_table.h); scaleplan calibrate moves the fields.");
 	cJSON_AddItemToObject(o, "tables", hw_tables_to_json(t));
 	return o;
 }
 
 static void summary(const struct profile_result *r, FILE *f)
 {
+	if (r->device[0]) fprintf(f, "profile: device %s (rank 0)\n", r->device);
 	fprintf(f, "profile: %d ranks; best GEMM %.1f GFLOP/s per rank, attention %.1f GFLOP/s, "
 		   "element-wise %.2f GB/s, stream %.2f GB/s", r->ranks, r->peak_flops / 1e9, r->attn_flops / 1e9,
 		r->elem_bps / 1e9, r->stream_bps / 1e9);
@@ -254,6 +274,30 @@ static int write_profile(const struct prof_args *a, cJSON *o, const struct profi
 	return rc;
 }
 
+/* a backend with devices: every rank picks its device (rank mod visible) and the ranks agree
+ * that all have one before any of them starts the collective world (NCCL's initialisation
+ * would wait for a rank that never comes); then that world, bootstrapped over `world` */
+static int open_devices(const struct profile_backend *b, struct comm *world, struct profile_opts *o, struct comm **cw)
+{
+	char err[ERR_LEN] = "", e2[ERR_LEN];
+	int rank = comm_rank(world);
+	double bad = profile_device_for(b->name, rank, b->device_count(), &o->device, err) ? 1 : 0, any = bad;
+	if (comm_allreduce(world, &bad, &any, 1, COMM_F64, e2)) { cli_error("profile", "%s", e2); return EXIT_RUNTIME; }
+	if (any) {
+		if (rank == 0 && bad) cli_error("profile", "%s", err);
+		else if (rank == 0) cli_error("profile", "--backend %s: another rank sees no device", b->name);
+		return EXIT_BADINPUT;
+	}
+	if (!b->coll_world) return EXIT_OK;
+	if (b->coll_world(world, o->device, cw, err)) {
+		cli_error("profile", "rank %d: the collective world: %s", rank, err);
+		comm_abort(world, EXIT_RUNTIME);
+		exit(EXIT_RUNTIME); /* the one-rank world cannot end the job: it returns */
+	}
+	o->coll_world = *cw;
+	return EXIT_OK;
+}
+
 int cmd_profile(int argc, char **argv)
 {
 	char err[ERR_LEN];
@@ -261,6 +305,7 @@ int cmd_profile(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	a.backend = "cpu";
 	profile_opts_default(&a.o);
+	memset(&a.o.lim, 0, sizeof(a.o.lim)); /* the backend's defaults fill what no flag set */
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { profile_usage(stdout); return EXIT_OK; }
 	if (parse_args(argc, argv, &a, err)) { cli_error("profile", "%s", err); return EXIT_BADINPUT; }
@@ -273,14 +318,20 @@ int cmd_profile(int argc, char **argv)
 			cli_error("profile", "--backend: '%s' is not a backend (cpu, cuda)", a.backend);
 		return EXIT_BADINPUT;
 	}
+	profile_limits_default(b, &a.o.lim);
 	if (a.ranks > 1) return relaunch(argc, argv, a.ranks);
-	struct comm *world;
+	struct comm *world, *cw = NULL;
 	if (comm_mpi_world(&world, err)) { cli_error("profile", "%s", err); return EXIT_RUNTIME; }
 	int rank = comm_rank(world), rc = EXIT_OK;
 	if (rank == 0 && isatty(2)) a.o.progress = on_progress;
+	if (b->device_count && (rc = open_devices(b, world, &a.o, &cw)) != EXIT_OK) {
+		comm_destroy(world);
+		return rc;
+	}
 	struct profile_result r;
 	if (profile_run(b, world, &a.o, &r, err)) {
 		cli_error("profile", "rank %d: %s", rank, err);
+		if (cw) comm_abort(cw, EXIT_RUNTIME); /* NCCL's: aborts its communicators, then the bootstrap */
 		comm_abort(world, EXIT_RUNTIME);
 		exit(EXIT_RUNTIME); /* a backend that cannot end the job returns (runtime/comm.h) */
 		rc = EXIT_RUNTIME;
@@ -295,6 +346,7 @@ int cmd_profile(int argc, char **argv)
 		rc = write_profile(&a, o, &r, host);
 		cJSON_Delete(o);
 	}
+	comm_destroy(cw);
 	comm_destroy(world);
 	return rc;
 }

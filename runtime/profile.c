@@ -1,8 +1,9 @@
 /* profile — the measuring driver: the same loop for every backend. Each measurement runs on
- * every rank at once: a trial call sets how many calls fill min_time_s, the ranks agree on the
- * mean count, meet at a barrier and time that many calls; the time per call is the slowest
- * rank's. Collectives follow nccl-tests [NCCLT]: a warm-up call, then timed calls, the slowest
+ * every rank at once: after an untimed warm-up call, a trial call sets how many calls fill
+ * min_time_s, the ranks agree on the mean count, meet at a barrier and time that many calls;
+ * the time per call is the slowest rank's. Collectives follow nccl-tests [NCCLT]: a warm-up call, then timed calls, the slowest
  * member's time, the size S of its convention. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,8 +13,10 @@
 #include "sim/util.h"
 
 extern const struct profile_backend profile_cpu;
+/* runtime/profile_cuda.cu, linked by `make CUDA=1` only: NULL otherwise */
+extern const struct profile_backend profile_cuda __attribute__((weak));
 
-static const struct profile_backend *const backends[] = {&profile_cpu};
+static const struct profile_backend *const backends[] = {&profile_cpu, &profile_cuda};
 #define NBACKENDS (sizeof(backends) / sizeof(backends[0]))
 /* every backend scaleplan has; those not in the table above are not built into this binary */
 static const char *const known[] = {"cpu", "cuda"};
@@ -21,7 +24,7 @@ static const char *const known[] = {"cpu", "cuda"};
 const struct profile_backend *profile_backend_find(const char *name)
 {
 	for (size_t i = 0; i < NBACKENDS; i++)
-		if (!strcmp(backends[i]->name, name)) return backends[i];
+		if (backends[i] && !strcmp(backends[i]->name, name)) return backends[i];
 	return NULL;
 }
 
@@ -38,20 +41,44 @@ const char *profile_backend_names(void)
 	buf[0] = 0;
 	for (size_t i = 0; i < NBACKENDS; i++) {
 		size_t n = strlen(buf);
-		snprintf(buf + n, sizeof(buf) - n, "%s%s", i ? ", " : "", backends[i]->name);
+		if (backends[i]) snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? ", " : "", backends[i]->name);
 	}
 	return buf;
+}
+
+int profile_device_for(const char *backend, int rank, int visible, int *device, char *err)
+{
+	if (visible <= 0)
+		return errf(err, "--backend %s: rank %d sees no %s device (the driver reports none)", backend,
+			    rank, backend);
+	if (rank < 0) return errf(err, "rank (%d) must be >= 0", rank);
+	*device = rank % visible;
+	return 0;
+}
+
+void profile_default_name(const char *backend, const char *device, const char *host, int ranks, char *out,
+			  size_t len)
+{
+	snprintf(out, len, "%s-%.40s-%dr", backend, device && device[0] ? device : host, ranks);
+	for (char *p = out; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-') *p = '-';
 }
 
 void profile_opts_default(struct profile_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->lim.max_dim = 2048;
-	o->lim.max_seq = 1024;
-	o->lim.heads = 4;
-	o->lim.head_dim = 64;
-	o->lim.max_bytes = 16u << 20;
+	profile_limits_default(NULL, &o->lim);
 	o->min_time_s = 0.05;
+}
+
+void profile_limits_default(const struct profile_backend *b, struct profile_limits *lim)
+{
+	int dev = b && b->device_count;
+	if (!lim->max_dim) lim->max_dim = dev ? 8192 : 2048;
+	if (!lim->max_seq) lim->max_seq = dev ? 4096 : 1024;
+	if (!lim->heads) lim->heads = dev ? 16 : 4;
+	if (!lim->head_dim) lim->head_dim = dev ? 128 : 64;
+	if (!lim->max_bytes) lim->max_bytes = dev ? (size_t)256 << 20 : (size_t)16 << 20;
 }
 
 /* what one measurement calls */
@@ -90,6 +117,9 @@ static int comm_allreduce_max(struct comm *w, double v, double *out, char *err)
 static int time_call(const struct profile_backend *b, void *ws, struct comm *w, const struct call *c,
 		     double min_s, double *s, double *moved, char *err)
 {
+	/* an untimed warm-up first: a library's first call for a shape plans it (cuBLASLt's
+	 * heuristic, cuDNN's graph), host work that would set the repetitions too low */
+	if (call_once(b, ws, c, moved, err) || b->sync(ws, err)) return -1;
 	double t0 = now_s();
 	if (call_once(b, ws, c, moved, err) || b->sync(ws, err)) return -1;
 	double trial = now_s() - t0, reps = ceil(min_s / fmax(trial, 1e-7));
@@ -227,9 +257,15 @@ static int measure_group(const struct profile_backend *b, void *ws, struct comm 
 	return 0;
 }
 
+/* groups are split from the collective world (NCCL's ncclCommSplit where it is one); the
+ * barriers and the slowest-rank agreement run on the host world w, over the same ranks */
 static int measure_collectives(const struct profile_backend *b, void *ws, struct comm *w, const struct profile_opts *o,
 			       struct profile_result *r, char *err)
 {
+	struct comm *cw = o->coll_world ? o->coll_world : w;
+	if (comm_size(cw) != comm_size(w) || comm_rank(cw) != comm_rank(w))
+		return errf(err, "profile: the collective world (%d ranks, rank %d) must be the host world's ranks (%d, rank %d)",
+			    comm_size(cw), comm_rank(cw), comm_size(w), comm_rank(w));
 	int world = comm_size(w), me = comm_rank(w), gi = 0;
 	for (int n = 2; n <= world && gi < HWT_MAX_GROUPS; n *= 2, gi++) {
 		if (world % n) break;
@@ -239,7 +275,7 @@ static int measure_collectives(const struct profile_backend *b, void *ws, struct
 		struct comm *g;
 		char name[24];
 		snprintf(name, sizeof(name), "profile%d", n);
-		if (comm_create_group(w, ranks, n, name, &g, err)) return -1;
+		if (comm_create_group(cw, ranks, n, name, &g, err)) return -1;
 		int rc = 0;
 		for (int op = 0; op < HWT_COLL_OPS && !rc; op++) {
 			progress(o, w, "collectives", (gi * HWT_COLL_OPS + op) / (double)(HWT_COLL_OPS * 4));
@@ -272,9 +308,10 @@ int profile_run(const struct profile_backend *b, struct comm *world, const struc
 	void *ws = NULL;
 	/* every rank must agree the workspace exists before any collective below */
 	char e2[ERR_LEN] = "";
-	double bad = b->open(&o->lim, &ws, e2) ? 1 : 0;
+	double bad = b->open(&o->lim, o->device, &ws, e2) ? 1 : 0;
 	if (comm_allreduce(world, &bad, &bad, 1, COMM_F64, err)) { b->close(ws); return -1; }
 	if (bad) { b->close(ws); return errf(err, "%s", e2[0] ? e2 : "profile: another rank could not allocate its workspace"); }
+	if (b->device_info) b->device_info(ws, r->device, sizeof(r->device), &r->device_mem_bytes);
 	int rc = measure_gemm(b, ws, world, o, r, err);
 	if (!rc) rc = measure_attention(b, ws, world, o, r, err);
 	if (!rc) rc = measure_memory(b, ws, world, o, r, err);

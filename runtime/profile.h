@@ -6,8 +6,13 @@
  * cores than ranks each rank gets its share, which is what a plan with that many ranks sees.
  * Collectives run on groups of consecutive ranks, all groups of one size at once.
  *
- * Backends are a table of method structs (one file each: profile_cpu.c; a CUDA one is a file
- * and a row); profile_backend_find() looks one up by name.
+ * Backends are a table of method structs (one file each: profile_cpu.c, profile_cuda.cu);
+ * profile_backend_find() looks one up by name. The CUDA row exists only in a build that links
+ * it (`make CUDA=1`): profile.c's reference to it is weak, so the CPU build has no CUDA symbol.
+ * A backend with devices (device_count != NULL) drives one device per rank, rank r the device
+ * r mod the devices it sees (profile_device_for), and may measure collectives on a world of
+ * its own over the same ranks (NCCL, bootstrapped over the MPI or one-rank world); barriers
+ * and the agreement on times stay on the host world.
  *
  * Units: seconds, bytes, FLOP/s. Ownership: the caller owns the world communicator and the
  * result (plain data). Invariant: every rank returns the same result (values are agreed over
@@ -29,10 +34,11 @@ struct profile_limits {
 	size_t max_bytes;          /* largest memory-bound pass and collective message */
 };
 struct profile_backend {
-	const char *name;          /* "cpu" */
-	const char *dtype;         /* arithmetic the kernels run: "fp32" */
+	const char *name;          /* "cpu", "cuda" */
+	const char *dtype;         /* arithmetic the kernels run: "fp32", "bf16" */
 	int shares_cores;          /* ranks on one machine share its CPU cores (not one device each) */
-	int (*open)(const struct profile_limits *lim, void **ws, char *err);
+	/* `device`: the device this rank drives (profile_device_for); 0 and unused on the host */
+	int (*open)(const struct profile_limits *lim, int device, void **ws, char *err);
 	void (*close)(void *ws);
 	/* out (M, N) = a (M, K) · w (N, K)ᵀ: the runtime's linear layer forward */
 	int (*gemm)(void *ws, int M, int N, int K, char *err);
@@ -42,9 +48,17 @@ struct profile_backend {
 	int (*elementwise)(void *ws, size_t bytes, double *moved, char *err);
 	/* copies `bytes` (reads and writes them once) */
 	int (*stream)(void *ws, size_t bytes, char *err);
-	/* two buffers of max_bytes each that collectives may use (host memory for MPI) */
+	/* two buffers of max_bytes each that collectives may use (host memory for MPI, device
+	 * memory for NCCL) */
 	void *(*comm_buf)(void *ws, int which);
 	int (*sync)(void *ws, char *err);
+	/* devices this process sees (0 when none or no driver); NULL: a host backend */
+	int (*device_count)(void);
+	/* the world collectives are measured on, over the ranks of `host` (which it borrows:
+	 * destroy it first); NULL: collectives run on the host world itself */
+	int (*coll_world)(struct comm *host, int device, struct comm **out, char *err);
+	/* the device's name ("" unknown) and memory in bytes (0 unknown); NULL: the host */
+	void (*device_info)(void *ws, char *name, size_t len, double *mem_bytes);
 };
 
 /* The backend called `name`, or NULL (see profile_backend_known). */
@@ -54,12 +68,29 @@ int profile_backend_known(const char *name);
 /* Names of the backends built in, comma separated, static storage. */
 const char *profile_backend_names(void);
 
+/* The device rank `rank` drives among `visible` devices: rank mod visible (one node's ranks,
+ * one device each, as `scaleplan run` places them). 0, or -1 with err when none is visible. */
+int profile_device_for(const char *backend, int rank, int visible, int *device, char *err);
+/* The default profile name: BACKEND-DEVICE-Nr for a device ("cuda-NVIDIA-H200-1r"), else
+ * BACKEND-HOST-Nr; characters other than letters, digits, '.', '_' and '-' become '-'. */
+void profile_default_name(const char *backend, const char *device, const char *host, int ranks, char *out,
+			  size_t len);
+
+/* Fills the fields of lim that are 0 with b's defaults: on the host GEMMs to 2048, attention
+ * to 1024 tokens of 4 heads of 64, passes to 16 MiB (seconds of CPU); on a device (a row with
+ * device_count) GEMMs to 8192, attention to 4096 tokens of 16 heads of 128 (a 1-8B model's
+ * layer, where a bf16 tensor core runs near its peak), passes to 256 MiB (past the caches). */
+void profile_limits_default(const struct profile_backend *b, struct profile_limits *lim);
+
 struct profile_opts {
 	struct profile_limits lim;
 	double min_time_s;         /* each measurement repeats its call for at least this long */
+	int device;                /* the device this rank drives (backends with devices) */
+	struct comm *coll_world;   /* the world collectives run on (NULL: the host world) */
 	void (*progress)(void *ctx, const char *what, double fraction); /* rank 0 only; may be NULL */
 	void *progress_ctx;
 };
+/* the host's limits (profile_limits_default without a backend), 0.05 s a measurement */
 void profile_opts_default(struct profile_opts *o);
 
 struct profile_result {
@@ -71,9 +102,12 @@ struct profile_result {
 	double coll_busbw_bps;     /* all-reduce busbw of the whole world at the largest size */
 	double coll_lat_s;         /* all-reduce time of the whole world at the smallest size */
 	int ranks;
+	char device[64];           /* rank 0's device name ("" on the host) */
+	double device_mem_bytes;   /* its memory (0 on the host) */
 };
 
-/* Runs every measurement on every rank of `world` (collective). */
+/* Runs every measurement on every rank of `world` (collective; the host world: barriers and
+ * the agreement on times run on it, collectives on o->coll_world when set). */
 int profile_run(const struct profile_backend *b, struct comm *world, const struct profile_opts *o,
 		struct profile_result *r, char *err);
 

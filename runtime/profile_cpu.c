@@ -46,8 +46,9 @@ static float *alloc_filled(size_t n, unsigned seed, int *bad)
 	return p;
 }
 
-static int cpu_open(const struct profile_limits *lim, void **out, char *err)
+static int cpu_open(const struct profile_limits *lim, int device, void **out, char *err)
 {
+	(void)device; /* the host: no device */
 	struct cpu_ws *ws = calloc(1, sizeof(*ws));
 	if (!ws) return errf(err, "profile: out of memory");
 	ws->lim = *lim;
@@ -124,5 +125,5 @@ static int cpu_sync(void *p, char *err) { (void)p; (void)err; return 0; }
 
 const struct profile_backend profile_cpu = {
 	"cpu", "fp32", 1, cpu_open, cpu_close, cpu_gemm, cpu_attention, cpu_elementwise, cpu_stream,
-	cpu_comm_buf, cpu_sync,
+	cpu_comm_buf, cpu_sync, NULL, NULL, NULL,
 };

@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
 # scaleplan profile: a CPU profile of 2 ranks (small limits, so it takes seconds) loads as a
 # --gpu profile everywhere (sim uses its tables: another profile prices the same plan
-# differently), records in the store; --backend cuda in this build, unknown backends and bad
-# limits exit 2 with one line.
+# differently), records in the store; --backend cuda in this build (a CPU build: no such
+# backend; a CUDA=1 build on a machine without a GPU: no device, before any NCCL or file),
+# unknown backends and bad limits exit 2 with one line. tests/gpu/profile_check.sh checks
+# --backend cuda where a GPU is.
 . "$(dirname "$0")/lib.sh"
 run_setup
 cd "$TMP"
 LIM="--max-dim 128 --max-seq 64 --max-bytes 64K --min-time 0.002"
 
-expect_rc 2 "$SP" profile --backend cuda -o never.json
-expect_err_line 'backend cuda: this version has no cuda profiling backend yet'
-[ ! -e never.json ] && ok || bad "a refused profile wrote a file"
+if "$SP" profile --help | grep -Eq 'built here: .*cuda'; then
+	"$SP" profile --backend cuda -o gpu.json $LIM >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	if [ $rc -eq 0 ]; then   # a GPU is visible: the profile says it is a cuda one
+		python3 -c "import json; t = json.load(open('gpu.json'))['tables']; exit(not (t['backend'] == 'cuda' and t['dtype'] == 'bf16'))" \
+			&& ok || bad "a cuda profile should record backend cuda, dtype bf16"
+	else
+		[ $rc -eq 2 ] && ok || bad "--backend cuda without a GPU: rc $rc (want 2)"
+		expect_err_line 'backend cuda: rank 0 sees no cuda device'
+		[ ! -e gpu.json ] && ok || bad "a refused profile wrote a file"
+	fi
+else
+	expect_rc 2 "$SP" profile --backend cuda -o never.json
+	expect_err_line 'backend cuda: this version has no cuda profiling backend yet \(it has: cpu\)'
+	[ ! -e never.json ] && ok || bad "a refused profile wrote a file"
+	"$SP" profile --help | grep -q 'built here: cpu$' && ok || bad "profile --help should say only cpu is built here"
+fi
 expect_rc 2 "$SP" profile --backend tpu
 expect_err_line "'tpu' is not a backend"
 expect_rc 2 "$SP" profile --max-dim 3
@@ -36,6 +52,17 @@ for path in sys.argv[1:]:
             assert abs(s / (us * 1e-6) * f / 1e9 - bw) <= 1e-3 * bw, (c["op"], s, us, bw)
 assert json.load(open(sys.argv[2]))["name"] == "cpu-two"
 PY
+# one rank: tables of GEMM, attention and memory, none of collectives, and the notes say so
+expect_rc 0 "$SP" profile --backend cpu -o p1.json $LIM
+python3 - p1.json <<'PY' && ok || bad "a one-rank profile should have no collective table and say so"
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["tables"]
+assert t["ranks"] == 1 and t["gemm"]["tflops"] and t["attention"]["seq"] and t["memory"]["gbps"]
+assert not t.get("collectives"), t.get("collectives")
+assert "no collective table" in d["notes"] and "no collective table" in d["sources"]["fabric"]
+PY
+expect_rc 0 "$SP" sim --model tiny --gpus 1 --mbs 2 --gbs 4 --seq 32 --precision fp32 --gpu p1.json --json
 python3 -c "import sqlite3; n = sqlite3.connect('prof.db').execute('select count(*) from profiles where ranks = 2').fetchone()[0]; exit(n != 1)" \
 	&& ok || bad "profile not recorded in prof.db"
 
