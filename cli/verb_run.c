@@ -1,9 +1,9 @@
 /* run — `scaleplan run`: execute a plan for real, one MPI rank per GPU of the plan (mpirun -np
- * N), on the compute backend --backend names (kernels/backend.h: cpu, or cuda in a build that
- * links the CUDA backend; the default is kern_choose's). Every rank parses the same flags;
- * errors every rank sees alike are printed once, by rank 0, and every rank exits with the same
- * code. Rank 0 prints the per-step lines, writes the trace, the weights dump and the database
- * rows. */
+ * N), on the compute backend --backend names (kernels/backend.h: cpu, or cuda (bf16) and
+ * cuda-fp32 in a build that links the CUDA backend; the default is kern_choose's). Every rank
+ * parses the same flags; errors every rank sees alike are printed once, by rank 0, and every
+ * rank exits with the same code. Rank 0 prints the per-step lines, writes the trace, the
+ * weights dump and the database rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +44,7 @@ static void run_usage(FILE *f)
 		"usage: mpirun -np N scaleplan run --model M PLAN-FLAGS [--steps K] [--seed S] [--data FILE]\n"
 		"           [--db PATH | --no-db] [--id N] [--trace FILE.json] [--json] [--save DIR [--save-every K]]\n"
 		"           [--resume DIR] [--dump-weights FILE] [--lr X] [--comm-timeout S]\n"
-		"           [--bucket-params N] [--finalist ID] [--backend cpu|cuda]\n\n"
+		"           [--bucket-params N] [--finalist ID] [--backend cuda|cuda-fp32|cpu]\n\n"
 		"Trains the model with the plan on the runtime, one MPI rank per GPU of the plan\n"
 		"(--gpus defaults to the number of ranks). Every parallel dimension runs: tp (with --sp),\n"
 		"pp with each --schedule (and --vpp for interleaved), cp (ring attention over zig-zag\n"
@@ -59,13 +59,16 @@ static void run_usage(FILE *f)
 		"--recompute none, bit for bit; full recompute of MoE layers under ep > 1 with a split-W\n"
 		"schedule (zb-h1, zb-v, DualPipe) is not yet supported.\n");
 	fprintf(f,
-		"Arithmetic is fp32 whatever --precision says; --gpu (default " DEFAULT_GPU ") only feeds\n"
-		"the plan's validation.\n\n"
-		"  --backend B        where the kernels run: cpu (the fp32 reference kernels) or cuda (one\n"
-		"                     GPU per rank, rank r on GPU r mod the GPUs visible; a build with\n"
-		"                     `make CUDA=1`). Default: cuda when this build has it and a GPU is\n"
-		"                     visible, else cpu. A GPU backend runs tp = pp = cp = ep = 1 plans\n"
-		"                     without --save/--resume for now\n"
+		"The backend sets the arithmetic whatever --precision says; --gpu (default " DEFAULT_GPU ")\n"
+		"only feeds the plan's validation.\n\n"
+		"  --backend B        where the kernels run, one GPU per rank for the CUDA ones (rank r on\n"
+		"                     GPU r mod the GPUs visible; a build with `make CUDA=1`): cuda (bf16\n"
+		"                     activations and weights, fp32 master weights, gradients, moments and\n"
+		"                     accumulation: cuBLASLt, cuDNN attention), cuda-fp32 (fp32 CUDA\n"
+		"                     kernels, to compare with the CPU), or cpu (the fp32 reference\n"
+		"                     kernels). Default: cuda when this build has it and a GPU is visible,\n"
+		"                     else cpu. A GPU backend runs tp = pp = cp = ep = 1 plans without\n"
+		"                     --save/--resume for now (cuda also without zero 3)\n"
 		);
 	fprintf(f,
 		"  --steps K          train until K optimizer steps are done (a resumed run counts the\n"
@@ -167,7 +170,8 @@ static int run_flag(int argc, char **argv, int *i, struct run_opts *o, char *err
 	case 14:
 		if (!strcmp(v, "cpu")) o->backend = KERN_WANT_CPU;
 		else if (!strcmp(v, "cuda")) o->backend = KERN_WANT_CUDA;
-		else return errf(err, "--backend: '%s' is not cpu or cuda", v);
+		else if (!strcmp(v, "cuda-fp32")) o->backend = KERN_WANT_CUDA_FP32;
+		else return errf(err, "--backend: '%s' is not cuda, cuda-fp32 or cpu", v);
 		break;
 	case 11:
 		if (parse_int(v, "--bucket-params", 1, 0x7fffffffffffL, &n, err)) return -1;

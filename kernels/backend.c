@@ -5,6 +5,7 @@
  * snprintf rather than sim/util.h's errf. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "kernels/backend.h"
 
 #define KERN_ERR 256
@@ -16,29 +17,31 @@ const struct kern_ops *kern_cuda_row(void)
 
 const struct kern_ops *kern_row(const char *name)
 {
-	const struct kern_ops *cuda = kern_cuda_row();
+	const struct kern_ops *rows[] = {&kern_cpu_ops, kern_cuda_row(), &kern_cuda_fp32_ops ? &kern_cuda_fp32_ops : NULL};
 	if (!name) return NULL;
-	if (name[0] == 'c' && name[1] == 'p' && name[2] == 'u' && !name[3]) return &kern_cpu_ops;
-	if (cuda && name[0] == 'c' && name[1] == 'u' && name[2] == 'd' && name[3] == 'a' && !name[4]) return cuda;
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+		if (rows[i] && !strcmp(rows[i]->name, name)) return rows[i];
 	return NULL;
 }
 
 const char *kern_choose(enum kern_want want, int have_cuda, int n_gpus, char *err)
 {
+	const char *name = want == KERN_WANT_CUDA_FP32 ? "cuda-fp32" : "cuda";
 	switch (want) {
 	case KERN_WANT_CPU: return "cpu";
 	case KERN_WANT_CUDA:
+	case KERN_WANT_CUDA_FP32:
 		if (!have_cuda) {
-			if (err) snprintf(err, KERN_ERR, "--backend cuda: this build has no CUDA backend "
-			                  "(build with `make CUDA=1`, which needs nvcc, cuBLAS, cuDNN and NCCL)");
+			if (err) snprintf(err, KERN_ERR, "--backend %s: this build has no CUDA backend "
+			                  "(build with `make CUDA=1`, which needs nvcc, cuBLAS, cuDNN and NCCL)", name);
 			return NULL;
 		}
 		if (n_gpus < 1) {
-			if (err) snprintf(err, KERN_ERR, "--backend cuda: no GPU is visible to this process "
-			                  "(check CUDA_VISIBLE_DEVICES and the driver), or use --backend cpu");
+			if (err) snprintf(err, KERN_ERR, "--backend %s: no GPU is visible to this process "
+			                  "(check CUDA_VISIBLE_DEVICES and the driver), or use --backend cpu", name);
 			return NULL;
 		}
-		return "cuda";
+		return name;
 	default: return have_cuda && n_gpus > 0 ? "cuda" : "cpu";
 	}
 }

@@ -17,8 +17,22 @@
  * 4 (fp32) on the CPU; a bf16 backend reports 2, keeps a compute copy of the weights in its
  * own format refreshed from the fp32 master after each optimizer step (cast_weights), and
  * accumulates its GEMMs and reductions in fp32. The runtime sizes and addresses activations
- * as fp32 today and refuses a row whose act_bytes is not 4 (llama_acts_create) — the one
- * place a bf16 row must lift; nothing else in the table assumes fp32 activations.
+ * through kern_act_at() and kern_act_size() below, the only places an activation offset or
+ * size is computed, so a row with act_bytes 2 gets packed bf16 tensors and the CPU row's
+ * arithmetic is unchanged.
+ *
+ * Activation pointers stay `float *` in the table, as an OPAQUE pointer to elements of
+ * act_bytes bytes: on the CPU row they are the fp32 arrays of kernels/cpu.h (so that row is
+ * the reference kernels with no casts), on a bf16 row they hold bf16 and the row casts them.
+ * The rule: the runtime never indexes or offsets an activation pointer itself (only
+ * kern_act_at does). `float *` rather than `void *` keeps every entry's signature that of its
+ * specification in kernels/cpu.h, keeps the arguments that are fp32 on every row (weight
+ * gradients, master weights, moments, and the statistics each entry's comment marks fp32:
+ * RMSNorm's rstd, attention's and the loss's lse, the RoPE table, router probabilities and
+ * top-k weights, losses) typed, and leaves the CPU row's code and results exactly as they were.
+ * Activations are: inputs and outputs of the linears, norms, RoPE, attention (out, qkv and
+ * their gradients), SwiGLU/GeLU, the logits, router logits, the MoE gathers and combines,
+ * act_add; a row with act_bytes 2 reads weights through its compute copy (cast_weights).
  *
  * Ownership: kern_create makes the instance and the row's state, kern_destroy frees both
  * (and accepts NULL); memory from kern_alloc belongs to the caller until kern_free.
@@ -30,6 +44,7 @@
 #define SCALEPLAN_KERNELS_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "kernels/cpu.h"
 
 #ifdef __cplusplus
@@ -52,7 +67,8 @@ struct kern_ops {
 	void (*copy)(void *st, void *dst, const void *src, size_t bytes, enum kern_copy dir);
 	/* the end of a step: every kernel issued so far has finished; -1 with err on a fault */
 	int (*sync)(void *st, char *err);
-	/* NULL for a row whose activations are fp32 (they are then the master weights) */
+	/* NULL for a row whose activations are fp32 (the kernels then read the master weights);
+	 * else dst (n activation elements) = src (n fp32) rounded to the row's format */
 	void (*cast_weights)(void *st, void *dst, const float *src, size_t n);
 	/* ---- kernels: kernels/cpu.h ---- */
 	void (*linear_forward)(void *st, float *out, const float *inp, const float *w, const float *bias,
@@ -116,18 +132,24 @@ struct kern_ops {
 	/* *acc (host) += Σ g², the terms added in order to a double */
 	void (*grad_sumsq_acc)(void *st, double *acc, const float *g, size_t n);
 	void (*grad_scale)(void *st, float *g, size_t n, float factor);
-	void (*add)(void *st, float *y, const float *x, size_t n);       /* y += x */
+	void (*add)(void *st, float *y, const float *x, size_t n);       /* y += x, fp32 (gradients) */
+	void (*act_add)(void *st, float *y, const float *x, size_t n);   /* y += x, activations */
 	/* data-parallel means: g /= div, and y += x / div (a division, so the mean is
 	 * correctly rounded for any group size) */
 	void (*grad_div)(void *st, float *g, size_t n, float div);
 	void (*grad_add_div)(void *st, float *y, const float *x, size_t n, float div);
 };
 
-/* The rows this build has: the CPU row always; the CUDA row only when a CUDA backend is
- * linked in (a weak reference, so the symbol is NULL otherwise). */
+/* The rows this build has: the CPU row always; the CUDA rows only when a CUDA backend is
+ * linked in (weak references, so the symbols are NULL otherwise): "cuda", bf16 activations
+ * and compute weights (kernels/backend_cuda_bf16.cu), and "cuda-fp32", fp32 throughout
+ * (kernels/backend_cuda.cu), which compares with the CPU to fp32 rounding. */
 extern const struct kern_ops kern_cpu_ops;
-#ifndef KERN_CUDA_ROW_DEFINED   /* kernels/backend_cuda.cu defines it (strongly) */
+#ifndef KERN_CUDA_ROW_DEFINED   /* kernels/backend_cuda_bf16.cu defines it (strongly) */
 extern const struct kern_ops kern_cuda_ops __attribute__((weak));
+#endif
+#ifndef KERN_CUDA_FP32_ROW_DEFINED   /* kernels/backend_cuda.cu defines it (strongly) */
+extern const struct kern_ops kern_cuda_fp32_ops __attribute__((weak));
 #endif
 const struct kern_ops *kern_cuda_row(void);   /* &kern_cuda_ops or NULL */
 
@@ -160,11 +182,21 @@ void kern_zero(struct kern *k, void *p, size_t bytes);
  * setup). */
 void kern_reset_peak(struct kern *k);
 
+/* Activation addressing, the one rule of the runtime: p advanced by n activation elements of
+ * k's row (const dropped, as the kernels' outputs are reached the same way), and the bytes of
+ * n of them. */
+static inline float *kern_act_at(const struct kern *k, const float *p, size_t n)
+{
+	return (float *)(uintptr_t)((const char *)p + n * k->ops->act_bytes);
+}
+static inline size_t kern_act_size(const struct kern *k, size_t n) { return n * k->ops->act_bytes; }
+
 /* ---- which row `scaleplan run` uses ---------------------------------------------------- */
-enum kern_want { KERN_WANT_DEFAULT, KERN_WANT_CPU, KERN_WANT_CUDA };
-/* Pure: cuda when it is wanted, or by default when the build has the CUDA row and at
- * least one GPU is visible; cpu otherwise. Returns the row's name ("cpu" or "cuda"), or
- * NULL with the reason in err (256 bytes) when cuda is asked for and cannot run. */
+enum kern_want { KERN_WANT_DEFAULT, KERN_WANT_CPU, KERN_WANT_CUDA, KERN_WANT_CUDA_FP32 };
+/* Pure: the CUDA row wanted (cuda or cuda-fp32), or cuda by default when the build has the
+ * CUDA rows and at least one GPU is visible; cpu otherwise. Returns the row's name ("cpu",
+ * "cuda" or "cuda-fp32"), or NULL with the reason in err (256 bytes) when a CUDA row is asked
+ * for and cannot run. */
 const char *kern_choose(enum kern_want want, int have_cuda, int n_gpus, char *err);
 /* The row of that name in this build, or NULL. */
 const struct kern_ops *kern_row(const char *name);

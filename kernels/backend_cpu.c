@@ -177,6 +177,7 @@ const struct kern_ops kern_cpu_ops = {
 	.grad_sumsq_acc = cpu_grad_sumsq_acc,
 	.grad_scale = cpu_grad_scale,
 	.add = cpu_add,
+	.act_add = cpu_add,
 	.grad_div = cpu_grad_div,
 	.grad_add_div = cpu_grad_add_div,
 };

@@ -1,4 +1,5 @@
-/* backend_cuda — the fp32 CUDA row of kernels/backend.h: device memory (cudaMalloc), one
+/* backend_cuda — the fp32 CUDA row of kernels/backend.h ("cuda-fp32"; the default CUDA row,
+ * "cuda", is the bf16 one of kernels/backend_cuda_bf16.cu): device memory (cudaMalloc), one
  * compute stream and a cuBLAS handle per rank, and the fp32 CUDA twins of kernels/cuda.h.
  * The entries the twins lack run here: y += x, the data-parallel divisions and the double sum
  * of squares as small element-wise kernels; MoE routing, dispatch, gather and combine as a
@@ -6,7 +7,7 @@
  * until kernels of their own exist). Blockwise attention (context parallelism) is not wired:
  * train_supported_on keeps cp > 1 off this row, and a call records an error that sync reports.
  * This row exists only in a build that links it (`make CUDA=1`): the CPU build's reference to
- * kern_cuda_ops is weak.
+ * kern_cuda_fp32_ops is weak.
  *
  * Ownership: the state owns the stream, the handle and a small device scratch; buffers are
  * the caller's (through struct kern). Every kernel and copy is issued on the state's stream;
@@ -14,7 +15,7 @@
  * Invariant: an entry that cannot report an error (they return void) records the first one in
  * the state, and sync() returns it: nothing fails silently. Results match the CPU row to fp32
  * rounding (reduction order differs; kernels/cuda.h). */
-#define KERN_CUDA_ROW_DEFINED
+#define KERN_CUDA_FP32_ROW_DEFINED
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda.h"
 
-extern "C" const struct kern_ops kern_cuda_ops;
+extern "C" const struct kern_ops kern_cuda_fp32_ops;
 
 #define THREADS 256
 
@@ -39,7 +40,7 @@ static struct cuda_state *S(void *st) { return (struct cuda_state *)st; }
 static void note(struct cuda_state *c, const char *what, cudaError_t e)
 {
 	if (e != cudaSuccess && !c->err[0])
-		snprintf(c->err, sizeof c->err, "backend cuda: %s: %s", what, cudaGetErrorString(e));
+		snprintf(c->err, sizeof c->err, "backend cuda-fp32: %s: %s", what, cudaGetErrorString(e));
 }
 
 static unsigned grid_for(size_t n)
@@ -62,7 +63,7 @@ static int cuda_create(void **state, int device, char *err)
 {
 	struct cuda_state *c = (struct cuda_state *)calloc(1, sizeof *c);
 	if (!c) {
-		snprintf(err, 256, "backend cuda: out of memory");
+		snprintf(err, 256, "backend cuda-fp32: out of memory");
 		return -1;
 	}
 	c->device = device;
@@ -70,13 +71,13 @@ static int cuda_create(void **state, int device, char *err)
 	if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking);
 	if (e == cudaSuccess) e = cudaMalloc((void **)&c->dsum, sizeof(double));
 	if (e != cudaSuccess) {
-		snprintf(err, 256, "backend cuda: device %d: %s", device, cudaGetErrorString(e));
+		snprintf(err, 256, "backend cuda-fp32: device %d: %s", device, cudaGetErrorString(e));
 		if (c->s) cudaStreamDestroy(c->s);
 		free(c);
 		return -1;
 	}
 	if (cublasCreate(&c->h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(c->h, c->s) != CUBLAS_STATUS_SUCCESS) {
-		snprintf(err, 256, "backend cuda: device %d: cublasCreate failed", device);
+		snprintf(err, 256, "backend cuda-fp32: device %d: cublasCreate failed", device);
 		cudaFree(c->dsum);
 		cudaStreamDestroy(c->s);
 		free(c);
@@ -186,7 +187,7 @@ static void k_attention_forward(void *st, float *out, float *lse, const float *q
                                 int Hkv, int d)
 {
 	if (d > CUDA_ATT_MAX_D && !S(st)->err[0])
-		snprintf(S(st)->err, sizeof S(st)->err, "backend cuda: head_dim %d is above CUDA_ATT_MAX_D (%d)", d,
+		snprintf(S(st)->err, sizeof S(st)->err, "backend cuda-fp32: head_dim %d is above CUDA_ATT_MAX_D (%d)", d,
 		         CUDA_ATT_MAX_D);
 	else cuda_attention_forward(out, lse, qkv, scr, B, T, H, Hkv, d, S(st)->s);
 }
@@ -199,7 +200,7 @@ static void k_attention_block_forward(void *st, float *, float *, const float *,
                                       const struct att_block *)
 {
 	if (!S(st)->err[0])
-		snprintf(S(st)->err, sizeof S(st)->err, "backend cuda: blockwise attention (context parallelism) is not "
+		snprintf(S(st)->err, sizeof S(st)->err, "backend cuda-fp32: blockwise attention (context parallelism) is not "
 		         "wired; run cp > 1 on --backend cpu");
 }
 static void k_attention_block_backward(void *st, float *, float *, float *, const float *, const float *,
@@ -277,7 +278,7 @@ static void *in_host(void *st, const void *dev, size_t bytes)
 {
 	void *h = malloc(bytes ? bytes : 1);
 	if (!h) {
-		if (!S(st)->err[0]) snprintf(S(st)->err, sizeof S(st)->err, "backend cuda: out of host memory");
+		if (!S(st)->err[0]) snprintf(S(st)->err, sizeof S(st)->err, "backend cuda-fp32: out of host memory");
 		return NULL;
 	}
 	if (dev && bytes) cuda_copy(st, h, dev, bytes, KERN_D2H);
@@ -386,8 +387,8 @@ static void k_moe_stats(void *st, float *cnt, float *psum, const float *probs, c
 	free(hi);
 }
 
-const struct kern_ops kern_cuda_ops = {
-	.name = "cuda",
+const struct kern_ops kern_cuda_fp32_ops = {
+	.name = "cuda-fp32",
 	.act_bytes = sizeof(float),
 	.host_visible = 0,
 	.device_count = cuda_count,
@@ -432,6 +433,7 @@ const struct kern_ops kern_cuda_ops = {
 	.grad_sumsq_acc = k_grad_sumsq_acc,
 	.grad_scale = k_grad_scale,
 	.add = k_add,
+	.act_add = k_add,
 	.grad_div = k_grad_div,
 	.grad_add_div = k_grad_add_div,
 };

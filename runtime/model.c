@@ -228,6 +228,7 @@ void llama_destroy(struct llama *m)
 	free(m->layer);
 	free(m->held);
 	if (m->k) {
+		kern_free(m->k, m->wc);
 		kern_free(m->k, m->params);
 		kern_free(m->k, m->grads);
 		kern_free(m->k, m->m);
@@ -361,8 +362,10 @@ int llama_create_par(struct llama **out, const struct model *cfg, const struct l
 	m->grads = kern_zalloc(m->k, sizeof(float) * np);
 	m->m = kern_zalloc(m->k, sizeof(float) * np);
 	m->v = kern_zalloc(m->k, sizeof(float) * np);
+	if (m->k->ops->cast_weights) m->wc = kern_alloc(m->k, kern_act_size(m->k, np));
 	float *init = m->params && !m->k->ops->host_visible ? malloc(sizeof(float) * np) : m->params;
-	if (!m->specs || !m->layer || !m->params || !m->grads || !m->m || !m->v || !init) {
+	if (!m->specs || !m->layer || !m->params || !m->grads || !m->m || !m->v || !init ||
+	    (m->k->ops->cast_weights && !m->wc)) {
 		errf(err, "model %s: out of memory for %zu parameters on backend %s", cfg->name, m->n_params,
 		     m->k->ops->name);
 		if (init != m->params) free(init);
@@ -376,6 +379,7 @@ int llama_create_par(struct llama **out, const struct model *cfg, const struct l
 		kern_to_dev(m->k, m->params, init, sizeof(float) * m->n_params);
 		free(init);
 	}
+	llama_weights_refresh(m);
 	*out = m;
 	return 0;
 }
@@ -459,6 +463,12 @@ static void adamw_all(struct llama *m, const struct adamw_opts *o, float scale)
 		                      m->v + s->offset, s->numel, o->lr, o->beta1, o->beta2, o->eps,
 		                      s->decay ? o->weight_decay : 0.0f, m->step, scale);
 	}
+	llama_weights_refresh(m);
+}
+
+void llama_weights_refresh(struct llama *m)
+{
+	if (m->wc && m->params) m->k->ops->cast_weights(m->k->state, m->wc, m->params, m->n_params);
 }
 
 float llama_step(struct llama *m, const struct adamw_opts *o)

@@ -6,8 +6,11 @@
  *
  * Ownership: struct llama owns four flat fp32 buffers of n_params floats with ONE layout —
  * params, grads, and AdamW's m and v — described by the table specs[] (one entry per tensor,
- * offsets in floats). struct llama_acts owns one micro-batch's activations: one float slab
- * and one int slab, sized from its own spec table; create one per micro-batch in flight.
+ * offsets in floats). struct llama_acts owns one micro-batch's activations: one slab of the
+ * backend's activation elements (bf16 on a bf16 row, with the fp32 statistics inside it) and
+ * one int slab, sized from its own spec table; create one per micro-batch in flight. An
+ * activation pointer is offset only by kern_act_at (kernels/backend.h), never as a float *.
+ * On a row with a compute format (cast_weights), the kernels read the weights from wc.
  * Every kernel runs through the compute backend (kernels/backend.h) the model was created
  * with, and every one of those buffers is that backend's memory, allocated by its tracking
  * allocator: the host reads them only through the backend's copies (losses, MoE statistics,
@@ -114,6 +117,10 @@ struct llama {
 	struct param_spec *specs;
 	size_t n_params;
 	float *params, *grads, *m, *v;
+	/* the compute copy of params in the row's activation format (n_params elements of
+	 * act_bytes), which the kernels read on a row with cast_weights; NULL on an fp32 row,
+	 * where they read params. llama_weights_refresh() rewrites it from params. */
+	void *wc;
 	int step;                          /* AdamW steps taken */
 	struct llama_layer_offsets *layer; /* [cfg.layers]; all SIZE_MAX for layers not held */
 	size_t embed, final_norm, lm_head; /* lm_head == embed when tied; SIZE_MAX when not held */
@@ -152,6 +159,16 @@ static inline int llama_holds_layer(const struct llama *m, int l)
  * single-rank model's values. */
 void llama_param_init(const struct llama *m, int spec, size_t begin, size_t count, float *dst);
 void llama_zero_grad(struct llama *m);
+/* The weights the kernels read: element off of the compute copy, or of params on an fp32 row. */
+static inline float *llama_w(const struct llama *m, size_t off)
+{
+	return m->wc ? kern_act_at(m->k, (const float *)m->wc, off) : m->params + off;
+}
+/* Rewrites the compute copy from params (a no-op on an fp32 row). Every change of params must
+ * be followed by it before the next pass: creation, llama_step and llama_step_par (adamw)
+ * and pp_adamw_step_par do it; ZeRO's steps and checkpoint loads go through the trainer,
+ * which does it after them. */
+void llama_weights_refresh(struct llama *m);
 
 /* ---- shard <-> single-rank layout (comparison and checkpoints) ------------------------ */
 /* Index in llama_create's flat buffer of element i (row-major, local) of local tensor spec. */
@@ -171,7 +188,11 @@ int llama_gather_full(const struct llama *m, const float *local, float *full, st
                       int ngroups, char *err);
 
 /* ---- one micro-batch's activations ---------------------------------------------------- */
-struct act_spec { char name[32]; int layer; size_t offset, numel; int is_int; };
+/* offset: in activation elements of the backend (kern_act_at) into slab, or in ints into
+ * islab; numel in the tensor's own elements. is_f32: fp32 on every row (statistics: rstd,
+ * lse, the RoPE table, router probabilities and weights, losses, scratch); the others are
+ * activations of act_bytes each. */
+struct act_spec { char name[32]; int layer; size_t offset, numel; int is_int, is_f32; };
 
 struct llama_layer_acts {
 	float *ln1, *rstd1, *qkv, *att, *lse, *mid, *ln2, *rstd2; /* attention half */
@@ -196,8 +217,9 @@ struct llama_acts {
 	                              * of them unless sequence parallel, then N/tp) */
 	int n_specs;
 	struct act_spec *specs;
-	size_t n_floats, n_ints;
-	float *slab;
+	size_t n_floats;             /* slab's size in activation elements (floats on the CPU) */
+	size_t slab_bytes, n_ints;
+	float *slab;                 /* opaque (kernels/backend.h): reached only by kern_act_at */
 	int *islab;
 	int *tokens, *targets;       /* (N) copies of the inputs */
 	float *rope_tab;             /* (T, head_dim/2, 2) */

@@ -16,24 +16,31 @@
 
 /* ---- activation table ---------------------------------------------------------------- */
 
-struct act_builder { struct act_spec *s; int n; size_t nf, ni; };
+/* nf counts the float slab in activation elements of ab bytes (the backend's act_bytes): an
+ * fp32 tensor of n floats takes n·4/ab of them, so every tensor's place is one kern_act_at
+ * offset from the slab and the CPU's layout (ab = 4) is the plain fp32 one. */
+struct act_builder { struct act_spec *s; int n; size_t nf, ni, ab; };
+enum { ACT_ACT, ACT_F32, ACT_INT };
 
 /* First pass (s == NULL) counts; the second records offsets, from which walk_acts sets the
  * pointers once the slabs exist. */
-static void act(struct act_builder *b, const char *name, int layer, size_t numel, int is_int)
+static void act(struct act_builder *b, const char *name, int layer, size_t numel, int kind)
 {
+	const size_t elems = kind == ACT_F32 ? numel * (sizeof(float) / b->ab) : numel;
 	if (b->s) {
 		struct act_spec *p = &b->s[b->n];
 		snprintf(p->name, sizeof p->name, "%s", name);
 		p->layer = layer;
 		p->numel = numel;
-		p->is_int = is_int;
-		p->offset = is_int ? b->ni : b->nf;
+		p->is_int = kind == ACT_INT;
+		p->is_f32 = kind == ACT_F32;
+		p->offset = kind == ACT_INT ? b->ni : b->nf;
 	}
 	b->n++;
-	/* round every tensor up to 16 elements (64 bytes) so rows start cache-line aligned */
-	size_t padded = (numel + 15) & ~(size_t)15;
-	if (is_int) b->ni += padded;
+	/* round every tensor up to 64 bytes so rows start cache-line aligned */
+	const size_t line = kind == ACT_INT ? 16 : 64 / b->ab;
+	size_t padded = (elems + line - 1) / line * line;
+	if (kind == ACT_INT) b->ni += padded;
 	else b->nf += padded;
 }
 
@@ -50,14 +57,17 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 	size_t Fmax = Fd > Fs ? Fd : Fs;
 	int first = 0; /* without split_w, every layer's W-pass inputs live in the first held layer's */
 	while (first < c->layers && !m->held[first]) first++;
-#define F(name, layer, numel, field) do { act(b, name, layer, numel, 0); \
-	if (set) field = a->slab + b->s[b->n - 1].offset; } while (0)
-#define I(name, layer, numel, field) do { act(b, name, layer, numel, 1); \
+/* A: activation elements (the row's act_bytes), F: fp32 on every row, I: int */
+#define SLAB(name, layer, numel, field, kind) do { act(b, name, layer, numel, kind); \
+	if (set) field = kern_act_at(m->k, a->slab, b->s[b->n - 1].offset); } while (0)
+#define A(name, layer, numel, field) SLAB(name, layer, numel, field, ACT_ACT)
+#define F(name, layer, numel, field) SLAB(name, layer, numel, field, ACT_F32)
+#define I(name, layer, numel, field) do { act(b, name, layer, numel, ACT_INT); \
 	if (set) field = a->islab + b->s[b->n - 1].offset; } while (0)
 	I("tokens", -1, N, a->tokens);
 	I("targets", -1, N, a->targets);
 	F("rope_tab", -1, (size_t)a->T * d, a->rope_tab);
-	F("res", -1, ((size_t)c->layers + 1) * Nl * C, a->res);
+	A("res", -1, ((size_t)c->layers + 1) * Nl * C, a->res);
 	/* recomputed layers: the first of them holds the shared attention-core slots, the first
 	 * fully recomputed layer of each kind (dense, MoE) the rest */
 	int rc_att = -1, rc_full[2] = {-1, -1};
@@ -79,27 +89,29 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 		struct llama_layer_acts *R = rcl == LLAMA_RC_FULL && l != rc_full[kind] ? &a->l[rc_full[kind]] : NULL;
 #define FS(name, numel, field) do { if (S) { if (set) L->field = S->field; } else F(name, l, numel, L->field); } while (0)
 #define FR(name, numel, field) do { if (R) { if (set) L->field = R->field; } else F(name, l, numel, L->field); } while (0)
+#define AS(name, numel, field) do { if (S) { if (set) L->field = S->field; } else A(name, l, numel, L->field); } while (0)
+#define AR(name, numel, field) do { if (R) { if (set) L->field = R->field; } else A(name, l, numel, L->field); } while (0)
 #define IR(name, numel, field) do { if (R) { if (set) L->field = R->field; } else I(name, l, numel, L->field); } while (0)
-		FR("ln1", N * C, ln1);
+		AR("ln1", N * C, ln1);
 		FR("rstd1", Nl, rstd1);
-		FR("qkv", N * qkv, qkv);
-		FS("att", N * q, att);
+		AR("qkv", N * qkv, qkv);
+		AS("att", N * q, att);
 		FS("lse", N * H, lse);
-		FR("mid", Nl * C, mid);
-		FR("ln2", N * C, ln2);
+		AR("mid", Nl * C, mid);
+		AR("ln2", N * C, ln2);
 		FR("rstd2", Nl, rstd2);
 		if (own) {
-			F("d_qkv", l, N * qkv, G->d_qkv);
-			F("d_ao", l, N * C, G->d_ao);
-			F("d_mo", l, N * C, G->d_mo);
+			A("d_qkv", l, N * qkv, G->d_qkv);
+			A("d_ao", l, N * C, G->d_ao);
+			A("d_mo", l, N * C, G->d_mo);
 		}
 		if (!model_layer_is_moe(c, l)) {
 			size_t w = c->mlp == MLP_SWIGLU ? 2 * Fd : Fd;
-			FR("pre", N * w, pre);
-			FR("h", N * Fd, h);
-			if (a->split_w) F("d_pre", l, N * w, L->d_pre);
+			AR("pre", N * w, pre);
+			AR("h", N * Fd, h);
+			if (a->split_w) A("d_pre", l, N * w, L->d_pre);
 		} else {
-			FR("rlogits", N * E, rlogits);
+			AR("rlogits", N * E, rlogits);
 			FR("probs", N * E, probs);
 			FR("topw", NK, topw);
 			FR("frac", E, frac);
@@ -107,23 +119,25 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 			IR("offsets", E + 1, offsets);
 			IR("perm", NK, perm);
 			IR("slot_of", NK, slot_of);
-			FR("xe", NK * C, xe);
-			FR("gue", NK * 2 * Fe, gue);
-			FR("he", NK * Fe, he);
-			FR("ye", NK * C, ye);
+			AR("xe", NK * C, xe);
+			AR("gue", NK * 2 * Fe, gue);
+			AR("he", NK * Fe, he);
+			AR("ye", NK * C, ye);
 			if (Fs) {
-				FR("sgu", N * 2 * Fs, sgu);
-				FR("sh", N * Fs, sh);
+				AR("sgu", N * 2 * Fs, sgu);
+				AR("sh", N * Fs, sh);
 			}
 			if (a->split_w) {
-				F("d_rlogits", l, N * E, L->d_rlogits);
-				F("d_gue", l, NK * 2 * Fe, L->d_gue);
-				F("d_ye", l, NK * C, L->d_ye);
-				if (Fs) F("d_sgu", l, N * 2 * Fs, L->d_sgu);
+				A("d_rlogits", l, N * E, L->d_rlogits);
+				A("d_gue", l, NK * 2 * Fe, L->d_gue);
+				A("d_ye", l, NK * C, L->d_ye);
+				if (Fs) A("d_sgu", l, N * 2 * Fs, L->d_sgu);
 			}
 		}
 #undef FS
 #undef FR
+#undef AS
+#undef AR
 #undef IR
 		if (!a->split_w && set && l != first) {
 			L->d_qkv = G->d_qkv;
@@ -134,12 +148,12 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 	if (!a->split_w) { /* shared MLP gradient slots, sized for the widest layer */
 		size_t w = c->mlp == MLP_SWIGLU ? 2 * Fmax : Fmax;
 		float *d_pre = NULL, *d_rl = NULL, *d_gue = NULL, *d_ye = NULL, *d_sgu = NULL;
-		F("d_pre", -1, N * w, d_pre);
+		A("d_pre", -1, N * w, d_pre);
 		if (E) {
-			F("d_rlogits", -1, N * E, d_rl);
-			F("d_gue", -1, NK * 2 * Fe, d_gue);
-			F("d_ye", -1, NK * C, d_ye);
-			F("d_sgu", -1, N * 2 * Fs, d_sgu);
+			A("d_rlogits", -1, N * E, d_rl);
+			A("d_gue", -1, NK * 2 * Fe, d_gue);
+			A("d_ye", -1, NK * C, d_ye);
+			A("d_sgu", -1, N * 2 * Fs, d_sgu);
 		}
 		if (set)
 			for (int l = 0; l < c->layers; l++) {
@@ -150,18 +164,18 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 				a->l[l].d_sgu = d_sgu;
 			}
 	}
-	F("lnf", -1, N * C, a->lnf);
+	A("lnf", -1, N * C, a->lnf);
 	F("rstdf", -1, Nl, a->rstdf);
-	F("logits", -1, N * (size_t)m->vocab_local, a->logits);
+	A("logits", -1, N * (size_t)m->vocab_local, a->logits);
 	F("losses", -1, N, a->losses);
 	F("lse_ce", -1, N, a->lse_ce);
-	F("dres", -1, Nl * C, a->dres);
-	F("dln", -1, N * C, a->dln);
-	F("datt", -1, N * q, a->datt);
-	F("dh", -1, N * Fmax, a->dh);
+	A("dres", -1, Nl * C, a->dres);
+	A("dln", -1, N * C, a->dln);
+	A("datt", -1, N * q, a->datt);
+	A("dh", -1, N * Fmax, a->dh);
 	if (E) {
-		F("dxe", -1, NK * C, a->dxe);
-		F("dhe", -1, NK * Fe, a->dhe);
+		A("dxe", -1, NK * C, a->dxe);
+		A("dhe", -1, NK * Fe, a->dhe);
 		F("dtopw", -1, NK, a->dtopw);
 	}
 	size_t att = attention_scratch_floats(a->B, a->T, (int)H);
@@ -169,9 +183,11 @@ static void walk_acts(const struct llama *m, struct llama_acts *a, struct act_bu
 	F("att_scratch", -1, att, a->att_scratch);
 	if (m->cp_size > 1 && E) F("moe_stats", -1, 2 * E, a->moe_stats);
 	if (m->tp_size > 1) {
-		F("tp_buf", -1, N * C, a->tp_buf);
+		A("tp_buf", -1, N * C, a->tp_buf);
 		F("ce_scratch", -1, tp_ce_scratch_floats(a->N, m->tp_size), a->ce_scratch);
 	}
+#undef SLAB
+#undef A
 #undef F
 #undef I
 }
@@ -229,9 +245,10 @@ int llama_acts_create_rc(struct llama_acts **out, const struct llama *m, int B, 
 {
 	*out = NULL;
 	if (B <= 0 || T <= 0) return errf(err, "activations: B (%d) and T (%d) must be positive", B, T);
-	if (m->k->ops->act_bytes != sizeof(float))
-		return errf(err, "activations: backend %s keeps %zu-byte activations; the runtime addresses fp32 "
-		            "activations only", m->k->ops->name, m->k->ops->act_bytes);
+	const size_t ab = m->k->ops->act_bytes;
+	if (ab != 2 && ab != sizeof(float))
+		return errf(err, "activations: backend %s keeps %zu-byte activations; the runtime lays out 2- "
+		            "(bf16) or 4-byte (fp32) ones", m->k->ops->name, ab);
 	if (T % (2 * m->cp_size) && m->cp_size > 1)
 		return errf(err, "activations: context parallelism needs 2*cp (%d) to divide T (%d)", 2 * m->cp_size, T);
 	struct llama_acts *a = calloc(1, sizeof *a);
@@ -268,25 +285,26 @@ int llama_acts_create_rc(struct llama_acts **out, const struct llama *m, int B, 
 		memcpy(a->rc, rc, (size_t)m->cfg.layers);
 	}
 	a->l = calloc((size_t)m->cfg.layers, sizeof *a->l);
-	struct act_builder b = {0};
+	struct act_builder b = {.ab = ab};
 	if (a->l) walk_acts(m, a, &b, 0);
 	a->n_specs = b.n;
 	a->n_floats = b.nf;
+	a->slab_bytes = kern_act_size(m->k, b.nf);
 	a->n_ints = b.ni;
 	a->specs = calloc((size_t)b.n, sizeof *a->specs);
 	a->k = m->k;
 	/* zeroed: touches every page up front */
-	a->slab = kern_zalloc(a->k, sizeof(float) * (b.nf ? b.nf : 1));
+	a->slab = kern_zalloc(a->k, a->slab_bytes ? a->slab_bytes : 1);
 	a->islab = kern_zalloc(a->k, sizeof(int) * (b.ni ? b.ni : 1));
 	const size_t nh = (size_t)a->N > 3 * (size_t)m->cfg.moe_experts ? (size_t)a->N : 3 * (size_t)m->cfg.moe_experts;
 	a->host = malloc(sizeof(float) * (nh ? nh : 1));
 	a->ihost = malloc(sizeof(int) * ((size_t)m->cfg.moe_experts + 1));
 	if (!a->l || !a->specs || !a->slab || !a->islab || !a->host || !a->ihost) {
-		errf(err, "activations: out of memory for %zu floats on backend %s", b.nf, m->k->ops->name);
+		errf(err, "activations: out of memory for %zu bytes on backend %s", a->slab_bytes, m->k->ops->name);
 		llama_acts_destroy(a);
 		return -1;
 	}
-	b = (struct act_builder){.s = a->specs};
+	b = (struct act_builder){.s = a->specs, .ab = ab};
 	walk_acts(m, a, &b, 1);
 	if (acts_parallel(m, a, err)) {
 		llama_acts_destroy(a);

@@ -30,8 +30,11 @@
 #include "runtime/tp.h"
 
 #define NOPE ((size_t)-1)
-#define PW(off) (m->params + (off))
-#define GW(off) (m->grads + (off))
+#define PW(off) llama_w(m, (off))          /* the weights the kernels read */
+#define GW(off) (m->grads + (off))        /* fp32 gradients */
+/* activation addressing: p plus n elements, and the bytes of n elements (kernels/backend.h) */
+#define AT(p, n) kern_act_at(m->k, (p), (n))
+#define AB(n) kern_act_size(m->k, (n))
 /* one kernel of the model's backend */
 #define K(fn, ...) m->k->ops->fn(m->k->state, __VA_ARGS__)
 
@@ -64,9 +67,10 @@ static struct dims dims_of(const struct llama *m, const struct llama_acts *a)
 	return s;
 }
 
-static float *expert_gu(const struct llama *m, float *base, int l, int e)
+/* Offset in the flat buffers of local expert e's gate|up (its down follows at 2·Fe·C). */
+static size_t expert_gu(const struct llama *m, int l, int e)
 {
-	return base + m->layer[l].experts + (size_t)(e - m->expert0) * 3 * m->moe_ffn_local * m->cfg.hidden;
+	return m->layer[l].experts + (size_t)(e - m->expert0) * 3 * m->moe_ffn_local * m->cfg.hidden;
 }
 
 /* Host copy of a MoE layer's expert row offsets (E + 1), which size the per-expert GEMMs. */
@@ -120,7 +124,7 @@ static float *reduce_in(const struct llama *m, struct llama_acts *a, float *dpar
 static void gather_grad(const struct llama *m, struct llama_acts *a, float *full, const float *dres)
 {
 	const size_t C = (size_t)m->cfg.hidden;
-	kern_copy_dev(m->k, full + (size_t)a->n0 * C, dres, sizeof(float) * (size_t)a->Nl * C);
+	kern_copy_dev(m->k, AT(full, (size_t)a->n0 * C), dres, AB((size_t)a->Nl * C));
 	seq_gather(m, a, full, (int)C);
 }
 
@@ -156,8 +160,8 @@ static void attn_forward(const struct llama *m, struct llama_acts *a, int l, con
 {
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
-	const float *x = a->res + (size_t)l * s->Nl * s->C; /* (Nl, C) */
-	K(rmsnorm_forward, L->ln1 + (size_t)s->n0 * s->C, L->rstd1, x, PW(o->attn_norm), s->Nl, s->C, s->eps);
+	const float *x = AT(a->res, (size_t)l * s->Nl * s->C); /* (Nl, C) */
+	K(rmsnorm_forward, AT(L->ln1, (size_t)s->n0 * s->C), L->rstd1, x, PW(o->attn_norm), s->Nl, s->C, s->eps);
 	seq_gather(m, a, L->ln1, s->C);
 	K(linear_forward, L->qkv, L->ln1, PW(o->wqkv), o->bqkv != NOPE ? PW(o->bqkv) : NULL, s->N, s->C, s->qkv);
 	K(rope_forward, L->qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
@@ -169,7 +173,7 @@ static void attn_forward(const struct llama *m, struct llama_acts *a, int l, con
 	float *part = partial_for(m, a, L->mid);
 	K(linear_forward, part, L->att, PW(o->wo), NULL, s->N, s->q, s->C);
 	reduce_out(m, a, part, L->mid);
-	K(add, L->mid, x, (size_t)s->Nl * s->C);
+	K(act_add, L->mid, x, (size_t)s->Nl * s->C);
 }
 
 /* Switch's load-balancing loss of the whole sequences under CP: the expert counts and router
@@ -206,10 +210,10 @@ static void experts_forward(const struct llama *m, struct llama_acts *a, struct 
 		const size_t r = (size_t)off[e];
 		const int n = off[e + 1] - off[e];
 		if (!n) continue;
-		const float *w = expert_gu(m, m->params, l, e);
-		K(linear_forward, L->gue + r * 2 * Fe, L->xe + r * C, w, NULL, n, C, 2 * Fe);
-		K(swiglu_forward, L->he + r * Fe, L->gue + r * 2 * Fe, n, Fe);
-		K(linear_forward, L->ye + r * C, L->he + r * Fe, w + (size_t)2 * Fe * C, NULL, n, Fe, C);
+		const size_t w = expert_gu(m, l, e);
+		K(linear_forward, AT(L->gue, r * 2 * Fe), AT(L->xe, r * C), PW(w), NULL, n, C, 2 * Fe);
+		K(swiglu_forward, AT(L->he, r * Fe), AT(L->gue, r * 2 * Fe), n, Fe);
+		K(linear_forward, AT(L->ye, r * C), AT(L->he, r * Fe), PW(w + (size_t)2 * Fe * C), NULL, n, Fe, C);
 	}
 }
 
@@ -226,19 +230,19 @@ static void moe_forward(const struct llama *m, struct llama_acts *a, int l, cons
 	/* single rank: y = mid + experts + shared; sharded: the partial experts + shared are
 	 * reduced first and the residual added once */
 	float *acc = m->tp_size > 1 ? a->tp_buf : y;
-	if (m->tp_size > 1) kern_zero(m->k, acc, sizeof(float) * (size_t)N * C);
-	else kern_copy_dev(m->k, acc, L->mid, sizeof(float) * (size_t)N * C);
+	if (m->tp_size > 1) kern_zero(m->k, acc, AB((size_t)N * C));
+	else kern_copy_dev(m->k, acc, L->mid, AB((size_t)N * C));
 	if (m->ep_size == 1) K(moe_combine, acc, L->ye, L->topw, L->slot_of, N, C, k);
 	else if (!a->failed) fail(a, ep_forward(a->ep[l], acc, L->ln2, L->topi, L->topw, PW(o->experts), a->err));
 	if (s->Fs) {
 		K(linear_forward, L->sgu, L->ln2, PW(o->shared_in), NULL, N, C, 2 * s->Fs);
 		K(swiglu_forward, L->sh, L->sgu, N, s->Fs);
 		K(linear_forward, a->dln, L->sh, PW(o->shared_out), NULL, N, s->Fs, C); /* dln as scratch */
-		K(add, acc, a->dln, (size_t)N * C);
+		K(act_add, acc, a->dln, (size_t)N * C);
 	}
 	if (m->tp_size > 1) {
 		reduce_out(m, a, acc, y);
-		K(add, y, L->mid, (size_t)s->Nl * C);
+		K(act_add, y, L->mid, (size_t)s->Nl * C);
 	}
 }
 
@@ -246,8 +250,8 @@ static void mlp_forward(const struct llama *m, struct llama_acts *a, int l, cons
 {
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
-	float *y = a->res + (size_t)(l + 1) * s->Nl * s->C; /* (Nl, C) */
-	K(rmsnorm_forward, L->ln2 + (size_t)s->n0 * s->C, L->rstd2, L->mid, PW(o->mlp_norm), s->Nl, s->C, s->eps);
+	float *y = AT(a->res, (size_t)(l + 1) * s->Nl * s->C); /* (Nl, C) */
+	K(rmsnorm_forward, AT(L->ln2, (size_t)s->n0 * s->C), L->rstd2, L->mid, PW(o->mlp_norm), s->Nl, s->C, s->eps);
 	seq_gather(m, a, L->ln2, s->C);
 	if (model_layer_is_moe(&m->cfg, l)) {
 		moe_forward(m, a, l, s, y);
@@ -264,7 +268,7 @@ static void mlp_forward(const struct llama *m, struct llama_acts *a, int l, cons
 	float *part = partial_for(m, a, y);
 	K(linear_forward, part, L->h, PW(o->w_out), NULL, s->N, F, s->C);
 	reduce_out(m, a, part, y);
-	K(add, y, L->mid, (size_t)s->Nl * s->C);
+	K(act_add, y, L->mid, (size_t)s->Nl * s->C);
 }
 
 /* Which layer's values the shared recompute slots of layer l now hold. */
@@ -314,9 +318,9 @@ float llama_head_forward(const struct llama *m, struct llama_acts *a, const int 
 {
 	struct dims s = dims_of(m, a);
 	if (refused(m, a, -2)) return 0.0f;
-	const float *x = a->res + (size_t)m->cfg.layers * s.Nl * s.C;
+	const float *x = AT(a->res, (size_t)m->cfg.layers * s.Nl * s.C);
 	kern_to_dev(m->k, a->targets, targets, sizeof(int) * (size_t)s.N);
-	K(rmsnorm_forward, a->lnf + (size_t)s.n0 * s.C, a->rstdf, x, PW(m->final_norm), s.Nl, s.C, s.eps);
+	K(rmsnorm_forward, AT(a->lnf, (size_t)s.n0 * s.C), a->rstdf, x, PW(m->final_norm), s.Nl, s.C, s.eps);
 	seq_gather(m, a, a->lnf, s.C);
 	K(linear_forward, a->logits, a->lnf, PW(m->lm_head), NULL, s.N, s.C, s.V);
 	if (m->tp_size == 1)
@@ -363,7 +367,7 @@ void llama_head_backward(struct llama *m, struct llama_acts *a, float dloss)
 {
 	struct dims s = dims_of(m, a);
 	if (refused(m, a, -2)) return;
-	const float *x = a->res + (size_t)m->cfg.layers * s.Nl * s.C;
+	const float *x = AT(a->res, (size_t)m->cfg.layers * s.Nl * s.C);
 	const int count = a->n_counted;
 	a->dloss = dloss;
 	float *dlogits = a->logits; /* in place: (N, V) */
@@ -373,7 +377,7 @@ void llama_head_backward(struct llama *m, struct llama_acts *a, float dloss)
 	K(linear_backward_weight, GW(m->lm_head), NULL, dlogits, a->lnf, s.N, s.C, s.V);
 	K(linear_backward_input, a->dln, dlogits, PW(m->lm_head), s.N, s.C, s.V, 0);
 	const float *dln = reduce_in(m, a, a->dln);
-	kern_zero(m->k, a->dres, sizeof(float) * (size_t)s.Nl * s.C);
+	kern_zero(m->k, a->dres, AB((size_t)s.Nl * s.C));
 	K(rmsnorm_backward, a->dres, GW(m->final_norm), dln, x, PW(m->final_norm), a->rstdf, s.Nl, s.C);
 }
 
@@ -389,7 +393,7 @@ static const float *moe_backward_b(struct llama *m, struct llama_acts *a, int l,
 		K(swiglu_backward, L->d_sgu, a->dh, L->sgu, N, s->Fs);
 		K(linear_backward_input, a->dln, L->d_sgu, PW(o->shared_in), N, C, 2 * s->Fs, 0);
 	} else {
-		kern_zero(m->k, a->dln, sizeof(float) * (size_t)N * C);
+		kern_zero(m->k, a->dln, AB((size_t)N * C));
 	}
 	if (m->ep_size > 1) {
 		if (!a->failed)
@@ -403,10 +407,10 @@ static const float *moe_backward_b(struct llama *m, struct llama_acts *a, int l,
 			const size_t r = (size_t)off[e];
 			const int n = off[e + 1] - off[e];
 			if (!n) continue;
-			const float *w = expert_gu(m, m->params, l, e);
-			K(linear_backward_input, a->dhe + r * Fe, L->d_ye + r * C, w + (size_t)2 * Fe * C, n, Fe, C, 0);
-			K(swiglu_backward, L->d_gue + r * 2 * Fe, a->dhe + r * Fe, L->gue + r * 2 * Fe, n, Fe);
-			K(linear_backward_input, a->dxe + r * C, L->d_gue + r * 2 * Fe, w, n, C, 2 * Fe, 0);
+			const size_t w = expert_gu(m, l, e);
+			K(linear_backward_input, AT(a->dhe, r * Fe), AT(L->d_ye, r * C), PW(w + (size_t)2 * Fe * C), n, Fe, C, 0);
+			K(swiglu_backward, AT(L->d_gue, r * 2 * Fe), AT(a->dhe, r * Fe), AT(L->gue, r * 2 * Fe), n, Fe);
+			K(linear_backward_input, AT(a->dxe, r * C), AT(L->d_gue, r * 2 * Fe), PW(w), n, C, 2 * Fe, 0);
 		}
 		K(moe_gather_backward, a->dln, a->dxe, L->slot_of, N, C, k);
 	}
@@ -416,7 +420,7 @@ static const float *moe_backward_b(struct llama *m, struct llama_acts *a, int l,
 	/* the replicated router's input gradient is whole on every rank: added after the
 	 * reduction, for this rank's tokens only */
 	float *dln = reduce_in(m, a, a->dln);
-	K(linear_backward_input, dln, L->d_rlogits + (size_t)s->n0 * E, PW(o->router), s->Nl, C, E, 1);
+	K(linear_backward_input, dln, AT(L->d_rlogits, (size_t)s->n0 * E), PW(o->router), s->Nl, C, E, 1);
 	return dln;
 }
 
@@ -443,7 +447,7 @@ static void attn_backward_b(struct llama *m, struct llama_acts *a, int l, const 
 {
 	const struct llama_layer_offsets *o = &m->layer[l];
 	struct llama_layer_acts *L = &a->l[l];
-	const float *x = a->res + (size_t)l * s->Nl * s->C;
+	const float *x = AT(a->res, (size_t)l * s->Nl * s->C);
 	gather_grad(m, a, L->d_ao, a->dres);
 	K(linear_backward_input, a->datt, L->d_ao, PW(o->wo), s->N, s->q, s->C, 0);
 	if (m->cp_size == 1)
@@ -494,9 +498,9 @@ void llama_layer_backward_w(struct llama *m, struct llama_acts *a, int l)
 			const size_t r = (size_t)off[e];
 			const int n = off[e + 1] - off[e];
 			if (!n) continue;
-			float *dw = expert_gu(m, m->grads, l, e);
-			K(linear_backward_weight, dw, NULL, L->d_gue + r * 2 * Fe, L->xe + r * C, n, C, 2 * Fe);
-			K(linear_backward_weight, dw + (size_t)2 * Fe * C, NULL, L->d_ye + r * C, L->he + r * Fe, n, Fe, C);
+			float *dw = GW(expert_gu(m, l, e));
+			K(linear_backward_weight, dw, NULL, AT(L->d_gue, r * 2 * Fe), AT(L->xe, r * C), n, C, 2 * Fe);
+			K(linear_backward_weight, dw + (size_t)2 * Fe * C, NULL, AT(L->d_ye, r * C), AT(L->he, r * Fe), n, Fe, C);
 		}
 	}
 	if (s.Fs) {

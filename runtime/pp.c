@@ -430,8 +430,8 @@ int pp_act_sets(const struct pp *p) { return p->nsets; }
 int pp_msg_buffers(const struct pp *p) { return p->nbufs; }
 double pp_act_bytes(const struct pp *p)
 {
-	double b = 4.0 * (double)p->nbufs * (double)p->msg_floats;
-	for (int i = 0; i < p->nsets; i++) b += 4.0 * ((double)p->sets[i]->n_floats + (double)p->sets[i]->n_ints);
+	double b = (double)p->nbufs * (double)kern_act_size(p->models[0]->k, p->msg_floats);
+	for (int i = 0; i < p->nsets; i++) b += (double)p->sets[i]->slab_bytes + 4.0 * (double)p->sets[i]->n_ints;
 	return b;
 }
 int pp_copies(const struct pp *p) { return p->ncopies; }

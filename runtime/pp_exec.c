@@ -17,6 +17,14 @@
 
 /* ---- message buffers and queues --------------------------------------------------------- */
 
+/* A message is msg_floats activation elements (the residual stream or its gradient); on the
+ * wire it travels as this many 4-byte words (COMM_F32 moves bits unchanged), so a bf16 row
+ * sends half of the fp32 bytes. */
+static size_t msg_words(const struct pp *p)
+{
+	return (kern_act_size(p->models[0]->k, p->msg_floats) + sizeof(float) - 1) / sizeof(float);
+}
+
 static float *buf_get(struct pp *p, char *err)
 {
 	if (p->npool) return p->pool[--p->npool];
@@ -29,7 +37,7 @@ static float *buf_get(struct pp *p, char *err)
 		p->pool = pl;
 		p->cap_bufs = cap;
 	}
-	float *f = kern_alloc(p->models[0]->k, sizeof(float) * p->msg_floats);
+	float *f = kern_alloc(p->models[0]->k, sizeof(float) * msg_words(p));
 	if (!f) { errf(err, "pp: out of memory for message buffers"); return NULL; }
 	p->bufs[p->nbufs++] = f;
 	return f;
@@ -45,7 +53,7 @@ static int post_upto(struct pp *p, int peer, int k, char *err)
 		float *b = buf_get(p, err);
 		if (!b) return -1;
 		q->buf[q->posted] = b;
-		if (comm_irecv(p->comm, b, p->msg_floats, COMM_F32, peer, &q->req[q->posted], err)) {
+		if (comm_irecv(p->comm, b, msg_words(p), COMM_F32, peer, &q->req[q->posted], err)) {
 			buf_put(p, b);
 			return -1;
 		}
@@ -83,9 +91,9 @@ static int send_msg(struct pp *p, const float *src, int peer, char *err)
 	}
 	float *b = buf_get(p, err);
 	if (!b) return -1;
-	kern_copy_dev(p->models[0]->k, b, src, sizeof(float) * p->msg_floats);
+	kern_copy_dev(p->models[0]->k, b, src, kern_act_size(p->models[0]->k, p->msg_floats));
 	struct pp_send *sd = &p->sends[p->nsends];
-	if (comm_isend(p->comm, b, p->msg_floats, COMM_F32, peer, &sd->req, err)) { buf_put(p, b); return -1; }
+	if (comm_isend(p->comm, b, msg_words(p), COMM_F32, peer, &sd->req, err)) { buf_put(p, b); return -1; }
 	sd->buf = b;
 	p->nsends++;
 	return 0;
@@ -161,11 +169,11 @@ static int run_op(struct pp *p, size_t i, const int *tokens, const int *targets,
 	int rc = 0;
 	if (o->op.kind == OP_F) {
 		if (o->stage == 0) llama_embed_forward(m, a, tokens + row);
-		else if (in) kern_copy_dev(m->k, a->res + (size_t)o->l0 * NC, in, sizeof(float) * NC);
+		else if (in) kern_copy_dev(m->k, kern_act_at(m->k, a->res, (size_t)o->l0 * NC), in, kern_act_size(m->k, NC));
 		llama_layers_forward(m, a, o->l0, o->l1);
 		p->loss_sum += llama_aux_loss(m, a, o->l0, o->l1);
 		if (o->stage == p->s->nstages - 1) p->loss_sum += llama_head_forward(m, a, targets + row);
-		if (o->send_peer >= 0) rc = send_msg(p, a->res + (size_t)o->l1 * NC, o->send_peer, err);
+		if (o->send_peer >= 0) rc = send_msg(p, kern_act_at(m->k, a->res, (size_t)o->l1 * NC), o->send_peer, err);
 	} else if (o->op.kind == OP_W) {
 		for (int l = o->l1 - 1; l >= o->l0; l--) llama_layer_backward_w(m, a, l);
 	} else {
@@ -173,7 +181,7 @@ static int run_op(struct pp *p, size_t i, const int *tokens, const int *targets,
 			llama_head_backward(m, a, dloss);
 		} else {
 			a->dloss = dloss; /* MoE aux-loss gradients read it */
-			if (in) kern_copy_dev(m->k, a->dres, in, sizeof(float) * NC);
+			if (in) kern_copy_dev(m->k, a->dres, in, kern_act_size(m->k, NC));
 		}
 		for (int l = o->l1 - 1; l >= o->l0; l--) {
 			llama_layer_backward_b(m, a, l);
@@ -345,6 +353,7 @@ int pp_adamw_step_par(struct pp *p, const struct adamw_opts *o, struct comm *con
 			                      m->v + s->offset, s->numel, o->lr, o->beta1, o->beta2, o->eps,
 			                      s->decay ? o->weight_decay : 0.0f, m->step, scale);
 		}
+		llama_weights_refresh(m);
 	}
 	if (grad_norm) *grad_norm = sqrtf((float)sumsq);
 	return 0;

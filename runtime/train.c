@@ -84,6 +84,11 @@ int train_supported_on(const struct plan *p, const struct model *m, const struct
 {
 	if (train_supported(p, m, err)) return -1;
 	if (row->host_visible) return 0;
+	/* ZeRO-3 gathers fp32 units that the passes read as weights; a row with a compute format
+	 * would need each gathered unit cast first */
+	if (row->cast_weights && p->zero == 3)
+		return errf(err, "not yet supported on backend %s: zero 3 (the gathered fp32 units are not cast to the "
+		            "row's compute format; use zero 0-2, or --backend cuda-fp32 or cpu)", row->name);
 	if (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1)
 		return errf(err, "not yet supported on backend %s: tp %d, pp %d, cp %d, ep %d (the vocabulary-parallel "
 		            "loss, the pipeline messages, ring attention and the expert exchange still read host memory; "
@@ -456,7 +461,7 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 		                     (p->ep > 1 ? setup_zero_ep(t, err) :
 		                      t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err))))
 			goto out;
-		if (t->a) t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
+		if (t->a) t->static_bytes += (double)t->a->slab_bytes + 4.0 * (double)t->a->n_ints;
 		goto ready;
 	}
 	struct llama_par single;
@@ -472,7 +477,7 @@ int train_create(struct ctx *x, const struct model *mc, const struct train_opts 
 		goto out;
 	}
 	if (t->stage < 3 ? setup_zero012(t, err) : setup_zero3(t, err)) goto out;
-	t->static_bytes += 4.0 * ((double)t->a->n_floats + (double)t->a->n_ints);
+	t->static_bytes += (double)t->a->slab_bytes + 4.0 * (double)t->a->n_ints;
 ready:
 	train_note_peak(t);
 	/* the allocator's peak counts from here: training, not the whole-model build before sharding */

@@ -14,6 +14,9 @@ struct trainer {
 	const struct data *data;
 	struct train_opts o;
 	struct llama *m;
+	/* params changed outside llama's optimizer (a ZeRO step, a checkpoint load through
+	 * train_state): the next step first refreshes the copies' compute weights */
+	int wc_stale;
 	struct llama_acts *a;
 	int L, nunits, micro, stage, steps;
 	size_t *bound;                 /* [nunits+1]: unit u is [bound[u], bound[u+1]) */

@@ -377,6 +377,11 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 	const struct plan *p = &t->x->plan;
 	struct comm *dpg = ctx_comm(t->x, GROUP_DPCP);
 	double t_start = now_s(), loss_sum = 0, norm = 0;
+	if (t->wc_stale) {
+		if (!t->ncopies) llama_weights_refresh(t->m);
+		for (int c = 0; c < t->ncopies; c++) llama_weights_refresh(t->copy[c]);
+	}
+	t->wc_stale = 0;
 	if (t->par && (t->pp || t->pk[0].runs || (!t->z && !t->z3))) {
 		if (step_par(t, &loss_sum, &norm, err)) return -1;
 		goto done;
@@ -406,6 +411,7 @@ int train_step(struct trainer *t, struct train_stats *st, char *err)
 	}
 	train_record(t, EV_OPT, EV_COMPUTE, s, e, -1, -1, -1);
 done:
+	t->wc_stale = t->z || t->ze || t->z3; /* their optimizers write params only */
 	/* the step ends when the backend has finished its kernels (a no-op on the CPU) */
 	if (t->k->ops->sync(t->k->state, err)) return -1;
 	t->steps++;
@@ -467,6 +473,7 @@ int train_full_params(struct trainer *t, float *full, char *err)
 
 int train_state(struct trainer *t, struct train_state *s)
 {
+	t->wc_stale = 1; /* the caller may write params (a checkpoint load) */
 	if (t->par && !t->z && !t->z3) {
 		size_t n = t->m->n_params + (t->ncopies == 2 ? t->copy[1]->n_params : 0);
 		*s = (struct train_state){t->m->params, n, t->m->m, t->m->v, n, &t->m->step, &t->steps};

@@ -2,7 +2,9 @@
  * for `scaleplan run --backend` over fake GPU counts, the tracking allocator's counters against
  * sizes summed here, the CPU row against direct calls of the reference kernels (bit for bit),
  * and the runtime's buffers all coming from the backend (the model's four flat buffers and
- * the activation slabs, counted from the model's own tables). */
+ * the activation slabs, counted from the model's own tables), and the activation layout of a
+ * 2-byte (bf16) row recomputed from the table's specs. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/backend.h"
@@ -19,15 +21,16 @@ static void test_choose(void)
 		{KERN_WANT_DEFAULT, 1, 1, "cuda"}, {KERN_WANT_DEFAULT, 1, 8, "cuda"}, {KERN_WANT_CPU, 1, 8, "cpu"},
 		{KERN_WANT_CPU, 0, 0, "cpu"}, {KERN_WANT_CUDA, 1, 2, "cuda"}, {KERN_WANT_CUDA, 0, 2, NULL},
 		{KERN_WANT_CUDA, 1, 0, NULL}, {KERN_WANT_CUDA, 0, 0, NULL},
+		{KERN_WANT_CUDA_FP32, 1, 1, "cuda-fp32"}, {KERN_WANT_CUDA_FP32, 1, 0, NULL}, {KERN_WANT_CUDA_FP32, 0, 3, NULL},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		err[0] = 0;
 		const char *got = kern_choose(cases[i].w, cases[i].have, cases[i].gpus, err);
 		int same = cases[i].want ? got && !strcmp(got, cases[i].want) : got == NULL;
 		CHECK(same, "choose case %zu: got %s, want %s", i, got ? got : "NULL", cases[i].want ? cases[i].want : "NULL");
+		const char *flag = cases[i].w == KERN_WANT_CUDA_FP32 ? "--backend cuda-fp32:" : "--backend cuda:";
 		if (!cases[i].want)
-			CHECK(strstr(err, "--backend cuda") && strchr(err, '\n') == NULL, "case %zu: one line naming --backend: '%s'",
-			      i, err);
+			CHECK(strstr(err, flag) && strchr(err, '\n') == NULL, "case %zu: one line naming %s '%s'", i, flag, err);
 	}
 	kern_choose(KERN_WANT_CUDA, 0, 4, err);
 	CHECK(strstr(err, "make CUDA=1") != NULL, "no CUDA build: the message says how to build it: '%s'", err);
@@ -36,6 +39,12 @@ static void test_choose(void)
 	CHECK(kern_row("cpu") == &kern_cpu_ops, "kern_row(cpu) is the CPU row");
 	CHECK(kern_row("gpu") == NULL && kern_row(NULL) == NULL, "unknown rows are NULL");
 	CHECK((kern_row("cuda") != NULL) == (kern_cuda_row() != NULL), "the cuda row exists exactly when linked in");
+	CHECK((kern_row("cuda-fp32") != NULL) == (kern_cuda_row() != NULL), "cuda-fp32 comes with the cuda row");
+	if (kern_cuda_row()) {
+		CHECK(kern_row("cuda")->act_bytes == 2 && kern_row("cuda")->cast_weights, "cuda is the bf16 row");
+		CHECK(kern_row("cuda-fp32")->act_bytes == 4 && !kern_row("cuda-fp32")->cast_weights, "cuda-fp32 is fp32");
+	}
+	CHECK(kern_row("cuda-") == NULL && kern_row("cpu ") == NULL, "a name matches exactly");
 }
 
 static void test_tracking(void)
@@ -180,7 +189,7 @@ static void test_runtime_allocations(void)
 	if (llama_acts_create(&a, m, 2, 16, 0, err)) {
 		CHECK(0, "%s", err);
 	} else {
-		size_t want = model_bytes + sizeof(float) * a->n_floats + sizeof(int) * a->n_ints;
+		size_t want = model_bytes + a->slab_bytes + sizeof(int) * a->n_ints;
 		CHECK(k->bytes_in_use == want, "activations: %zu bytes in use, want %zu", k->bytes_in_use, want);
 		llama_acts_destroy(a);
 	}
@@ -191,15 +200,101 @@ static void test_runtime_allocations(void)
 	kern_destroy(k);
 }
 
-/* A row whose activations are not fp32 is refused by name until the runtime addresses them. */
-static void test_act_bytes_refused(void)
+/* A host-visible stand-in for a bf16 row's compute copy: the upper 16 bits of each float
+ * (truncation, so the test can recompute it with a shift). */
+static void cast_hi16(void *st, void *dst, const float *src, size_t n)
+{
+	(void)st;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, &src[i], sizeof u);
+		((uint16_t *)dst)[i] = (uint16_t)(u >> 16);
+	}
+}
+
+/* The bytes of the tensors of a's table laid out on a row of ab-byte activations, recomputed
+ * from the specs (fp32 statistics 4 bytes, ints in their own slab), each tensor rounded up to
+ * 64 bytes; and every tensor pointer inside the slab, disjoint from the others. */
+static size_t layout_bytes(const struct llama_acts *a, size_t ab, const char *what)
+{
+	size_t total = 0, prev_end = 0;
+	for (int i = 0; i < a->n_specs; i++) {
+		const struct act_spec *sp = &a->specs[i];
+		if (sp->is_int) continue;
+		const size_t bytes = sp->numel * (sp->is_f32 ? 4 : ab), at = sp->offset * ab;
+		CHECK(at >= prev_end && at + bytes <= a->slab_bytes, "%s: %s at byte %zu (+%zu) overlaps or leaves the slab "
+		      "(%zu)", what, sp->name, at, bytes, a->slab_bytes);
+		prev_end = at + bytes;
+		total += (bytes + 63) / 64 * 64;
+	}
+	return total;
+}
+
+/* Activations of a 2-byte row are packed: every activation tensor takes 2 bytes per element and
+ * the fp32 statistics 4, at the offsets kern_act_at gives; a 4-byte row's layout is the fp32 one;
+ * a 3-byte row is refused by name. The compute copy of the weights is made and filled. */
+static void test_act_layout(void)
 {
 	char err[256] = "";
-	struct kern_ops half = kern_cpu_ops;
-	half.name = "half";
-	half.act_bytes = 2;
+	size_t bytes[2] = {0, 0}, want[2] = {0, 0};
+	for (int h = 0; h < 2; h++) {
+		struct kern_ops row = kern_cpu_ops;
+		row.name = h ? "half" : "cpu";
+		row.act_bytes = h ? 2 : 4;
+		row.cast_weights = h ? cast_hi16 : NULL;
+		struct kern *k;
+		if (kern_create(&k, &row, 0, err)) { CHECK(0, "%s", err); return; }
+		struct model cfg = tiny_dense("tiny", 2);
+		cfg.moe_experts = 4; /* layer 1 MoE: its router, probability and permutation tensors too */
+		cfg.moe_topk = 2;
+		cfg.moe_ffn_hidden = 16;
+		cfg.moe_shared_experts = 1;
+		cfg.moe_dense_layers = 1;
+		struct llama_par par;
+		llama_par_default(&par);
+		par.backend = k;
+		struct llama *m;
+		if (llama_create_par(&m, &cfg, NULL, &par, err)) { CHECK(0, "%s", err); kern_destroy(k); return; }
+		CHECK((m->wc != NULL) == h, "%s: a compute copy exactly when the row casts", row.name);
+		if (h && m->wc) {
+			size_t bad = 0;
+			for (size_t i = 0; i < m->n_params; i++) {
+				uint32_t u;
+				memcpy(&u, &m->params[i], sizeof u);
+				bad += ((const uint16_t *)m->wc)[i] != (uint16_t)(u >> 16);
+			}
+			CHECK(bad == 0, "half: %zu of %zu compute weights are not the cast of the master", bad, m->n_params);
+			CHECK((char *)llama_w(m, 7) == (char *)m->wc + 14, "half: weight 7 at byte 14 of the compute copy");
+			CHECK((char *)kern_act_at(k, m->params, 5) == (char *)m->params + 10, "half: kern_act_at counts 2 bytes");
+		} else {
+			CHECK(llama_w(m, 7) == m->params + 7, "cpu: the kernels read the master weights");
+		}
+		struct llama_acts *a = NULL;
+		if (llama_acts_create(&a, m, 2, 16, 1, err)) {
+			CHECK(0, "%s: %s", row.name, err);
+		} else {
+			want[h] = layout_bytes(a, row.act_bytes, row.name);
+			bytes[h] = a->slab_bytes;
+			CHECK(bytes[h] == want[h], "%s: slab of %zu bytes, the table's tensors need %zu", row.name, bytes[h],
+			      want[h]);
+			const struct act_spec *res = NULL;
+			for (int i = 0; i < a->n_specs; i++)
+				if (!strcmp(a->specs[i].name, "res")) res = &a->specs[i];
+			CHECK(res && (char *)a->res == (char *)a->slab + res->offset * row.act_bytes &&
+			      (char *)kern_act_at(k, a->res, 3) == (char *)a->res + 3 * row.act_bytes,
+			      "%s: res sits at its spec's offset in activation elements", row.name);
+			llama_acts_destroy(a);
+		}
+		llama_destroy(m);
+		kern_destroy(k);
+	}
+	CHECK(bytes[1] < bytes[0] && bytes[1] * 3 > bytes[0], "bf16 slab %zu bytes vs fp32 %zu: about half", bytes[1],
+	      bytes[0]);
+	struct kern_ops odd = kern_cpu_ops;
+	odd.name = "odd";
+	odd.act_bytes = 3;
 	struct kern *k;
-	if (kern_create(&k, &half, 0, err)) { CHECK(0, "%s", err); return; }
+	if (kern_create(&k, &odd, 0, err)) { CHECK(0, "%s", err); return; }
 	struct model cfg = tiny_dense("tiny", 2);
 	struct llama_par par;
 	llama_par_default(&par);
@@ -208,7 +303,7 @@ static void test_act_bytes_refused(void)
 	if (llama_create_par(&m, &cfg, NULL, &par, err)) { CHECK(0, "%s", err); kern_destroy(k); return; }
 	struct llama_acts *a = NULL;
 	int rc = llama_acts_create(&a, m, 2, 16, 0, err);
-	CHECK(rc == -1 && a == NULL && strstr(err, "half") && strstr(err, "2-byte"), "2-byte activations refused: '%s'", err);
+	CHECK(rc == -1 && a == NULL && strstr(err, "odd") && strstr(err, "3-byte"), "3-byte activations refused: '%s'", err);
 	llama_destroy(m);
 	kern_destroy(k);
 }
@@ -219,6 +314,6 @@ int main(void)
 	test_tracking();
 	test_cpu_row();
 	test_runtime_allocations();
-	test_act_bytes_refused();
+	test_act_layout();
 	return test_summary("backend");
 }
