@@ -39,15 +39,15 @@ NOMPI_DEFS := -DSCALEPLAN_NOMPI
 NOMPI_OUT := runtime/comm_mpi.c
 endif
 
-# CUDA=1: the binary links the CUDA backend rows (kern_cuda_ops of kernels/backend_cuda.cu and
-# profile_cuda of runtime/profile_cuda.cu, in build/libscaleplan_cuda.a), so that `run --backend
-# cuda` and `profile --backend cuda` exist; objects, tests and binary go to $(B)-cuda/ (binary
-# $(B)-cuda/scaleplan). Without it the rows' weak references stay NULL. The layer libraries
-# after the CUDA one serve its objects' calls into them (the NCCL communicator's).
+# CUDA=1: the binary links the CUDA backend rows (kern_cuda_ops, bf16, of
+# kernels/backend_cuda_bf16.cu, and kern_cuda_fp32_ops of kernels/backend_cuda.cu, in
+# build/libscaleplan_cuda.a), so that `run --backend cuda|cuda-fp32` exists; objects, tests and
+# binary go to $(B)-cuda/ (binary $(B)-cuda/scaleplan). Without it the rows' weak references
+# stay NULL.
 ifeq ($(CUDA),1)
 B := $(B)-cuda
-CUDA_BIN_LIBS = -Wl,--undefined=kern_cuda_ops -Wl,--undefined=profile_cuda build/libscaleplan_cuda.a \
-	$(B)/libruntime.a $(B)/libkernels.a $(B)/libsim.a $(CUDA_LDFLAGS) \
+CUDA_BIN_LIBS = -Wl,--undefined=kern_cuda_ops -Wl,--undefined=kern_cuda_fp32_ops build/libscaleplan_cuda.a \
+	$(B)/libkernels.a $(CUDA_LDFLAGS) \
 	-L/usr/local/cuda/lib64 -lcudart -lcublasLt -lcublas -lcudnn -lnccl -lstdc++ -lopenblas -lm
 endif
 
@@ -270,6 +270,6 @@ check: deps
 	$(Q)scripts/check.sh
 
 clean:
-	rm -rf build build-asan build-nompi $(FZ) scaleplan
+	rm -rf build build-asan build-nompi build-nompi-* build-cuda build-*-cuda $(FZ) scaleplan
 
 -include $(shell find build build-asan build-nompi $(FZ) -name '*.d' 2>/dev/null)
