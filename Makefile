@@ -39,15 +39,16 @@ NOMPI_DEFS := -DSCALEPLAN_NOMPI
 NOMPI_OUT := runtime/comm_mpi.c
 endif
 
-# CUDA=1: the binary links the CUDA backend rows (kern_cuda_ops, bf16, of
-# kernels/backend_cuda_bf16.cu, and kern_cuda_fp32_ops of kernels/backend_cuda.cu, in
-# build/libscaleplan_cuda.a), so that `run --backend cuda|cuda-fp32` exists; objects, tests and
-# binary go to $(B)-cuda/ (binary $(B)-cuda/scaleplan). Without it the rows' weak references
-# stay NULL.
+# CUDA=1: the binary links the CUDA rows of build/libscaleplan_cuda.a (kern_cuda_ops, bf16, of
+# kernels/backend_cuda_bf16.cu; kern_cuda_fp32_ops of kernels/backend_cuda.cu; profile_cuda of
+# runtime/profile_cuda.cu), so that `run --backend cuda|cuda-fp32` and `profile --backend cuda`
+# exist; objects, tests and binary go to $(B)-cuda/ (binary $(B)-cuda/scaleplan). Without it
+# the rows' weak references stay NULL. The layer libraries listed again after the CUDA one
+# serve its objects' calls into them (the NCCL communicator's), BLAS and libm last.
 ifeq ($(CUDA),1)
 B := $(B)-cuda
-CUDA_BIN_LIBS = -Wl,--undefined=kern_cuda_ops -Wl,--undefined=kern_cuda_fp32_ops build/libscaleplan_cuda.a \
-	$(B)/libkernels.a $(CUDA_LDFLAGS) \
+CUDA_BIN_LIBS = -Wl,--undefined=kern_cuda_ops -Wl,--undefined=kern_cuda_fp32_ops -Wl,--undefined=profile_cuda build/libscaleplan_cuda.a \
+	$(B)/libruntime.a $(B)/libkernels.a $(B)/libsim.a $(CUDA_LDFLAGS) \
 	-L/usr/local/cuda/lib64 -lcudart -lcublasLt -lcublas -lcudnn -lnccl -lstdc++ -lopenblas -lm
 endif
 
