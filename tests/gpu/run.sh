@@ -16,9 +16,9 @@
 #   nccl     tests/cuda/nccl_smoke.c and nccl_watchdog.c (a receive that never completes must
 #            end after its 2 s timeout, every communicator aborted) on one rank, bootstrapped
 #            by the one-rank world
-#   tiny     3 steps of the tiny model with --backend cuda and --backend cpu: losses within
-#            bf16 tolerance (2^-7 relative: bf16 keeps 8 significant bits, so one rounding of
-#            a value is within 2^-8 of it; twice that allows for the roundings of 3 steps)
+#   tiny     3 steps of the tiny model with --backend cuda (bf16), cuda-fp32 and cpu: bf16
+#            losses within 2e-2 relative of the CPU's (the bound tests/cli/run_backend.sh
+#            derives from the roundings on a forward's residual path), fp32 ones within 1e-4
 #   step     a ~1B-parameter Llama-style step at seq 4096 (tests/gpu/llama-3.2-1b.json), MFU
 #   sim      `scaleplan sim` of that step from the run's trace (--op-times) and from the
 #            h200-sxm profile alone, against the measured step time
@@ -352,22 +352,28 @@ close_losses() {
 
 stage_tiny() {
 	if ! has_backend_flag; then
-		result "tiny cuda vs cpu" "not built: scaleplan run has no --backend" "within 2^-7 rel" skip
+		result "tiny cuda vs cpu" "not built: scaleplan run has no --backend" "within 2e-2 rel" skip
 		return 0
 	fi
 	local T="--model tiny --seq 64 --gbs 8 --mbs 2 --steps 3 --json --no-db" b
-	for b in cpu cuda; do
+	for b in cpu cuda cuda-fp32; do
 		timeout 120 "$BIN" run $T --backend $b >"$WORK/tiny.$b" 2>"$WORK/tiny.$b.err"
 		local rc=$?
 		cat "$WORK/tiny.$b" "$WORK/tiny.$b.err"
 		[ $rc -eq 0 ] || { result "tiny --backend $b" "rc $rc: $(tail -n 1 "$WORK/tiny.$b.err")" "runs" FAIL; return 1; }
 	done
-	local worst
-	if worst=$(close_losses "$WORK/tiny.cuda" "$WORK/tiny.cpu" 3 0.0078125); then
-		result "tiny cuda vs cpu" "3 losses, largest rel diff $worst" "within 2^-7 rel" pass
-	else
-		result "tiny cuda vs cpu" "largest rel diff $worst: $(losses "$WORK/tiny.cuda" | tr '\n' ' ')vs $(losses "$WORK/tiny.cpu" | tr '\n' ' ')" "within 2^-7 rel" FAIL
-	fi
+	# bf16 against fp32: the bound tests/cli/run_backend.sh derives (about 52 bf16 roundings on
+	# the residual path of a forward, 2^-9 each, on logits of magnitude about 1: under 2 % of
+	# the loss); the fp32 CUDA row differs from the CPU only in the order of its additions
+	local worst tol name
+	for b in cuda cuda-fp32; do
+		if [ $b = cuda ]; then tol=2e-2; name="tiny cuda (bf16) vs cpu"; else tol=1e-4; name="tiny cuda-fp32 vs cpu"; fi
+		if worst=$(close_losses "$WORK/tiny.$b" "$WORK/tiny.cpu" 3 $tol); then
+			result "$name" "3 losses, largest rel diff $worst" "within $tol rel" pass
+		else
+			result "$name" "largest rel diff $worst: $(losses "$WORK/tiny.$b" | tr '\n' ' ')vs $(losses "$WORK/tiny.cpu" | tr '\n' ' ')" "within $tol rel" FAIL
+		fi
+	done
 }
 
 # --- step: the ~1B model ----------------------------------------------------------------------
