@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "sim/hw.h"
 #include "sim/outfile.h"
 #include "runtime/comm.h"
 #include "runtime/profile.h"
@@ -24,7 +25,7 @@ static void profile_usage(FILE *f)
 	fprintf(f,
 		"usage: mpirun -np N scaleplan profile [--backend cpu|cuda] [-o PROFILE.json] [--db PATH]\n"
 		"                      [--name NAME] [--max-dim D] [--max-seq S] [--max-bytes B]\n"
-		"                      [--heads H] [--head-dim D] [--min-time S]\n"
+		"                      [--heads H] [--head-dim D] [--min-time S] [--fabric GPU]\n"
 		"       scaleplan profile --ranks N ...   (starts mpirun --oversubscribe -np N itself)\n\n"
 		"Measures the machine with every rank busy at once, as a training job's ranks are, and\n"
 		"writes a hardware profile (profiles/README.md) whose \"tables\" the simulator interpolates:\n"
@@ -41,13 +42,17 @@ static void profile_usage(FILE *f)
 		"  -o FILE       write the profile there (default: stdout)\n"
 		"  --db PATH     also record it in the results store\n"
 		"  --name NAME   the profile's name (default cpu-HOST-Nr, cuda-DEVICE-Nr)\n"
-		"  --min-time S  each measurement repeats for at least S seconds (default 0.05)\n",
+		"  --min-time S  each measurement repeats for at least S seconds (default 0.05)\n"
+		"  --fabric GPU  the network tiers beyond what was measured, and NCCL's buffer sizes, from a\n"
+		"                hardware profile (a built-in name or a file): with one rank every tier (no\n"
+		"                collective was measured), with several ranks the tiers above the first\n",
 		profile_backend_names());
 }
 
 struct prof_args {
-	const char *backend, *out, *db, *name;
+	const char *backend, *out, *db, *name, *fabric;
 	long ranks;
+	struct hw fab;             /* --fabric's profile, loaded before anything is measured */
 	struct profile_opts o;
 };
 
@@ -63,6 +68,7 @@ static int parse_args(int argc, char **argv, struct prof_args *a, char *err)
 		else if (!strcmp(o, "-o") || !strcmp(o, "--output")) a->out = v;
 		else if (!strcmp(o, "--db")) a->db = v;
 		else if (!strcmp(o, "--name")) a->name = v;
+		else if (!strcmp(o, "--fabric")) a->fabric = v;
 		else if (!strcmp(o, "--ranks")) { if (parse_int(v, "--ranks", 1, 4096, &a->ranks, err)) return -1; }
 		else if (!strcmp(o, "--max-dim")) { if (parse_int(v, "--max-dim", 16, 16384, &n, err)) return -1; a->o.lim.max_dim = (int)n; }
 		else if (!strcmp(o, "--max-seq")) { if (parse_int(v, "--max-seq", 32, 65536, &n, err)) return -1; a->o.lim.max_seq = (int)n; }
@@ -185,16 +191,32 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	add_num(o, "hbm_gib", (r->device_mem_bytes > 0 ? r->device_mem_bytes : mem_per_rank_bytes(r->ranks)) / GIB, "%.4g");
 	add_num(o, "hbm_bw_gbps", bw / 1e9, "%.4g");
 	/* the ranks of this machine are one "NVLink domain" (shared memory); what lies beyond it is
-	 * not measured: the network tier repeats its bandwidth */
+	 * not measured: the network tier repeats its bandwidth, unless --fabric names a profile
+	 * whose tiers stand in for what was not measured (all of them with one rank) */
 	cJSON *net = cJSON_AddArrayToObject(o, "network");
-	for (int i = 0; i < 2; i++) {
+	const struct hw *fab = a->fabric ? &a->fab : NULL;
+	int ntiers = fab ? fab->ntiers : 2;
+	for (int i = 0; i < ntiers; i++) {
 		cJSON *tier = cJSON_CreateObject();
-		cJSON_AddStringToObject(tier, "name", i ? "network" : dev ? "node" : "shared-memory");
-		cJSON_AddNumberToObject(tier, "gpus", i ? 0 : r->ranks);
-		cJSON_AddStringToObject(tier, "link", i ? "net" : "nvlink");
-		add_num(tier, "busbw_gbps", busbw / 1e9, "%.4g");
+		if (fab && (i > 0 || r->ranks == 1)) {
+			const struct hw_tier *ft = &fab->tier[i];
+			cJSON_AddStringToObject(tier, "name", ft->name);
+			cJSON_AddNumberToObject(tier, "gpus", ft->gpus);
+			cJSON_AddStringToObject(tier, "link", ft->net ? "net" : "nvlink");
+			add_num(tier, "busbw_gbps", ft->busbw_bps / 1e9, "%.4g");
+			if (ft->nvls_busbw_bps > 0) add_num(tier, "nvls_busbw_gbps", ft->nvls_busbw_bps / 1e9, "%.4g");
+			if (ft->oversub > 1) add_num(tier, "oversubscription", ft->oversub, "%.4g");
+		} else {
+			int last = i == ntiers - 1;
+			cJSON_AddStringToObject(tier, "name", i ? "network" : dev ? "node" : "shared-memory");
+			/* a measured first tier below --fabric's keeps the fabric's multiples valid */
+			cJSON_AddNumberToObject(tier, "gpus", last && i ? 0 : fab ? fab->tier[0].gpus : r->ranks);
+			cJSON_AddStringToObject(tier, "link", i ? "net" : "nvlink");
+			add_num(tier, "busbw_gbps", busbw / 1e9, "%.4g");
+		}
 		cJSON_AddItemToArray(net, tier);
 	}
+	if (fab && r->ranks == 1) t->ref_bw_bps = fab->tier[0].busbw_bps;
 	add_num(o, "gemm_eff", 1, "%g");
 	add_num(o, "gemm_half_dim", half_dim(r), "%.4g");
 	add_num(o, "attn_eff", attn_eff < 0.01 ? 0.01 : attn_eff, "%.4g");
@@ -204,9 +226,16 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	 * what the runtime counts; on a device these overheads are not measured here and stay 0
 	 * until calibrated */
 	static const char *const zero[] = {"workspace_mib", "context_gib", "nccl_conn_mib", "step_overhead_ms", "kernel_us", "host_op_us", "host_collective_us"};
-	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++) add_num(o, zero[i], 0, "%g");
-	cJSON_AddNumberToObject(o, "nccl_channels", 1); /* MPI: no channel buffers (nccl_conn_mib 0) */
-	cJSON_AddNumberToObject(o, "nccl_conns_per_channel", 1);
+	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
+		if (!fab || strcmp(zero[i], "nccl_conn_mib")) add_num(o, zero[i], 0, "%g");
+	if (fab) { /* NCCL's buffers follow the fabric's channels (hw profile "nccl" source) */
+		add_num(o, "nccl_conn_mib", fab->nccl_conn_bytes / 1048576.0, "%.4g");
+		cJSON_AddNumberToObject(o, "nccl_channels", fab->nccl_channels);
+		cJSON_AddNumberToObject(o, "nccl_conns_per_channel", fab->nccl_conns);
+	} else {
+		cJSON_AddNumberToObject(o, "nccl_channels", 1); /* MPI: no channel buffers (nccl_conn_mib 0) */
+		cJSON_AddNumberToObject(o, "nccl_conns_per_channel", 1);
+	}
 	add_num(o, "alloc_frag_native", 1, "%g");
 	add_num(o, "alloc_frag_expandable", 1, "%g");
 	cJSON *src = cJSON_AddObjectToObject(o, "sources");
@@ -221,9 +250,16 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	}
 	cJSON_AddStringToObject(src, "peak", fp32 ? "twice the best GEMM of the table (its arithmetic is tables.dtype; fp32 plans price GEMMs at half of peak_bf16)"
 						  : "the best GEMM of the table (its arithmetic is tables.dtype)");
-	cJSON_AddStringToObject(src, "fabric", r->ranks > 1 ? (dev ? "NCCL all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are NCCL's); the network tier is not measured and repeats it"
-								   : "all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are the collective library's); the network tier is not measured and repeats it")
-						     : "one rank: no collective measured (no collective table); busbw is half the streaming copy bandwidth");
+	if (fab) {
+		snprintf(s, sizeof(s), "%s from gpu profile %s (its own sources), not measured here; NCCL buffer sizes from it too",
+			 r->ranks > 1 ? "tiers above the first (the first: the all-reduce busbw of every rank)" : "every tier (one rank measures no collective)",
+			 fab->name);
+		cJSON_AddStringToObject(src, "fabric", s);
+	} else {
+		cJSON_AddStringToObject(src, "fabric", r->ranks > 1 ? (dev ? "NCCL all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are NCCL's); the network tier is not measured and repeats it"
+									   : "all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are the collective library's); the network tier is not measured and repeats it")
+							     : "one rank: no collective measured (no collective table); busbw is half the streaming copy bandwidth");
+	}
 	cJSON_AddStringToObject(src, "efficiencies", "gemm_eff 1 (peak is the best GEMM), gemm_half_dim the median fit of the table, attn_eff and mem_eff the longest measured attention and largest element-wise pass; overheads 0 until calibrated");
 	cJSON_AddStringToObject(o, "notes", r->ranks > 1 ? "Measured by scaleplan profile. The simulator interpolates the tables and scales each by the ratio of its efficiency field to tables.reference (sim/hw_table.h); scaleplan calibrate moves the fields."
 						     : "Measured by scaleplan profile on one rank: GEMM, attention and memory tables, no collective table (collectives are priced from the network tiers). The simulator interpolates the tables and scales each by the ratio of its efficiency field to tables.reference (sim/hw_table.h); scaleplan calibrate moves the fields.");
@@ -319,6 +355,7 @@ int cmd_profile(int argc, char **argv)
 		return EXIT_BADINPUT;
 	}
 	profile_limits_default(b, &a.o.lim);
+	if (a.fabric && hw_load(a.fabric, &a.fab, err)) { cli_error("profile", "--fabric: %s", err); return EXIT_BADINPUT; }
 	if (a.ranks > 1) return relaunch(argc, argv, a.ranks);
 	struct comm *world, *cw = NULL;
 	if (comm_mpi_world(&world, err)) { cli_error("profile", "%s", err); return EXIT_RUNTIME; }

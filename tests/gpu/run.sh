@@ -466,7 +466,7 @@ stage_profile() {
 		result "sim from the profile" "not built: profile --backend cuda" "within 5 %" skip
 		return 0
 	fi
-	timeout "${STAGE_LEFT:-90}" "$BIN" profile --backend cuda --max-dim 8192 --max-seq 4096 --min-time 0.005 \
+	timeout "${STAGE_LEFT:-90}" "$BIN" profile --backend cuda --fabric h200-sxm --max-dim 8192 --max-seq 4096 --min-time 0.005 \
 		--name h200-measured -o "$WORK/h200-measured.json"
 	local rc=$?
 	[ $rc -eq 0 ] || { result "sim from the profile" "profile --backend cuda: rc $rc" "within 5 %" FAIL; return 1; }
