@@ -3,7 +3,12 @@
  * cuda-fp32 in a build that links the CUDA backend; the default is kern_choose's). Every rank
  * parses the same flags; errors every rank sees alike are printed once, by rank 0, and every
  * rank exits with the same code. Rank 0 prints the per-step lines, writes the trace, the
- * weights dump and the database rows. */
+ * weights dump and the database rows.
+ *
+ * Worlds: MPI (or the one-rank world of a NOMPI build) starts every run and carries this
+ * verb's own host-side exchanges (failure flags, memory, trace events). A CUDA row with more
+ * than one rank trains over the NCCL world bootstrapped from it (runtime/comm_nccl.h), whose
+ * groups move the rows' device buffers; the CPU row and one rank train over the MPI world. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +19,7 @@
 #include "reports/json_out.h"
 #include "reports/trace.h"
 #include "runtime/ckpt.h"
+#include "runtime/comm_nccl.h"
 #include "runtime/data.h"
 #include "runtime/train.h"
 #include "sim/estimate.h"
@@ -23,6 +29,9 @@
 #include "tuner/store.h"
 
 #define DEFAULT_GPU "h100-sxm"
+
+/* Linked only into a build with the CUDA backend (`make CUDA=1`), NULL otherwise. */
+extern int comm_nccl_world(struct comm *bootstrap, int device, struct comm **out, char *err) __attribute__((weak));
 
 struct run_opts {
 	struct plan plan;
@@ -253,7 +262,7 @@ static int load_plan(struct run_opts *o, int world, struct model *m, char *err)
 
 /* The backend row of this run: kern_choose over what this build has and what it sees; rank r
  * takes GPU r mod the visible count (one node's ranks, one GPU each). */
-static int pick_backend(struct run_opts *o, int rank, char *err)
+static int pick_backend(struct run_opts *o, const struct model *m, int rank, char *err)
 {
 	const struct kern_ops *cuda = kern_cuda_row();
 	int gpus = cuda && cuda->device_count ? cuda->device_count() : 0;
@@ -265,6 +274,22 @@ static int pick_backend(struct run_opts *o, int rank, char *err)
 	if ((o->save || o->resume) && !o->train.backend->host_visible)
 		return errf(err, "--backend %s: --save and --resume are not yet supported on it (checkpoints read "
 		            "host memory); use --backend cpu", name);
+	/* a device row's limits before a communicator is made for it (train_create checks again) */
+	return o->train.backend->host_visible ? 0 : train_supported_on(&o->plan, m, o->train.backend, err);
+}
+
+/* The world the trainer's groups split from: for a row whose memory the host cannot read and
+ * more than one rank, NCCL's over the MPI bootstrap (*out), whose collectives read device
+ * buffers; else none (*out NULL: the bootstrap itself). Collective over the bootstrap. */
+static int train_world(const struct run_opts *o, struct comm *boot, struct comm **out, char *err)
+{
+	*out = NULL;
+	if (o->train.backend->host_visible || comm_size(boot) == 1) return 0;
+	if (!comm_nccl_world)
+		return errf(err, "--backend %s with %d ranks: this build has no NCCL communicator (build with `make "
+		            "CUDA=1`)", o->backend_name, comm_size(boot));
+	if (comm_nccl_world(boot, o->train.device, out, err)) return -1;
+	comm_set_timeout(*out, o->timeout_s);
 	return 0;
 }
 
@@ -332,13 +357,14 @@ static void print_summary(const struct run_opts *o, int steps, double mean_s, do
 #define EVF 9  /* doubles per gathered event */
 
 /* Rank 0 gathers every rank's events (padded to the largest count) and writes the trace. */
-static int write_trace(struct ctx *x, struct trainer *t, const char *path, const char *plan_json, char *err)
+static int write_trace(struct ctx *x, struct comm *boot, struct trainer *t, const char *path, const char *plan_json,
+                       char *err)
 {
 	size_t n;
 	const struct train_event *ev = train_events(t, &n);
 	double cnt = (double)n, *counts = malloc(sizeof(double) * (size_t)x->world);
 	if (!counts) return errf(err, "trace: out of memory");
-	int rc = comm_allgather(x->world_comm, &cnt, counts, 1, COMM_F64, err);
+	int rc = comm_allgather(boot, &cnt, counts, 1, COMM_F64, err);
 	size_t most = 0;
 	for (int r = 0; !rc && r < x->world; r++) most = (size_t)counts[r] > most ? (size_t)counts[r] : most;
 	double *mine = calloc(most * EVF + 1, sizeof(double));
@@ -350,7 +376,7 @@ static int write_trace(struct ctx *x, struct trainer *t, const char *path, const
 				   e->layer0, e->layer1};
 		memcpy(mine + i * EVF, row, sizeof(row));
 	}
-	if (!rc) rc = comm_allgather(x->world_comm, mine, all, most * EVF, COMM_F64, err);
+	if (!rc) rc = comm_allgather(boot, mine, all, most * EVF, COMM_F64, err);
 	if (!rc && x->rank == 0) {
 		struct trace_op *ops = calloc(most * (size_t)x->world + 1, sizeof(*ops));
 		size_t *nops = calloc((size_t)x->world, sizeof(*nops));
@@ -402,6 +428,7 @@ struct job {
 	struct run_opts o;
 	struct model m;
 	struct ctx *x;
+	struct comm *boot;     /* the MPI world: host-side exchanges (borrowed) */
 	struct data *data;
 	struct trainer *t;
 	struct store *db;
@@ -418,7 +445,7 @@ static int save(struct job *j, char *err)
 	train_state(j->t, &s);
 	struct ckpt_meta meta = {j->x->rank, j->x->world, j->plan_json, j->settings_json, j->o.train.seed,
 				 (uint64_t)*s.steps_done * (uint64_t)j->o.plan.gbs};
-	if (ckpt_save_all(j->x->world_comm, j->o.save, &meta, &s, err)) {
+	if (ckpt_save_all(j->boot, j->o.save, &meta, &s, err)) {
 		j->agreed = 1;
 		return -1;
 	}
@@ -471,7 +498,7 @@ static int train_loop(struct job *j, char *err)
 		if (train_step(j->t, &st, err)) { rc = -1; break; }
 		mine[0] = st.mem_bytes_local;
 		mine[1] = st.rss_bytes_local;
-		if (comm_allgather(j->x->world_comm, mine, mem, 2, COMM_F64, err)) { rc = -1; break; }
+		if (comm_allgather(j->boot, mine, mem, 2, COMM_F64, err)) { rc = -1; break; }
 		if (st.step > first) sum_s += st.step_time_s, timed++;   /* the first step warms up */
 		else first_s = st.step_time_s;
 		last_loss = st.loss;
@@ -492,7 +519,7 @@ static int train_loop(struct job *j, char *err)
 	double kpeak = (double)train_backend(j->t)->peak_bytes;
 	double *kpeak_rank = calloc((size_t)world, sizeof(double));
 	if (!rc && !kpeak_rank) rc = errf(err, "out of memory");
-	if (!rc && comm_allgather(j->x->world_comm, &kpeak, kpeak_rank, 1, COMM_F64, err)) rc = -1;
+	if (!rc && comm_allgather(j->boot, &kpeak, kpeak_rank, 1, COMM_F64, err)) rc = -1;
 	double mean_s = timed ? sum_s / timed : first_s, tps = mean_s > 0 ? (double)p->gbs * p->seq / mean_s : 0;
 	if (!rc && j->x->rank == 0 && !j->o.json && steps > 0)
 		printf("run: mean step time over steps %d..%ld: %.4f s, %.0f tokens/s\n", timed ? first + 1 : first,
@@ -552,7 +579,7 @@ static int setup(struct job *j, struct comm *world, char *err)
 static int finish(struct job *j, char *err)
 {
 	if (j->o.dump && dump_weights(j->x, j->t, j->o.dump, err)) return -1;
-	if (j->o.trace && write_trace(j->x, j->t, j->o.trace, j->plan_json, err)) return -1;
+	if (j->o.trace && write_trace(j->x, j->boot, j->t, j->o.trace, j->plan_json, err)) return -1;
 	if (j->o.save && save(j, err)) return -1;
 	if (j->db && store_finish_run(j->db, j->run_id, "finished", err)) return -1;
 	return 0;
@@ -561,7 +588,7 @@ static int finish(struct job *j, char *err)
 int cmd_run(int argc, char **argv)
 {
 	char err[ERR_LEN] = "";
-	struct comm *world = NULL;
+	struct comm *world = NULL, *nccl = NULL;
 	if (comm_mpi_world(&world, err)) {
 		cli_error("run", "%s", err);
 		return EXIT_RUNTIME;
@@ -575,14 +602,22 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	if (!rc && load_plan(&j.o, comm_size(world), &j.m, err)) rc = EXIT_BADINPUT;
-	if (!rc && pick_backend(&j.o, rank, err)) rc = EXIT_BADINPUT;
+	if (!rc && pick_backend(&j.o, &j.m, rank, err)) rc = EXIT_BADINPUT;
 	if (rc) {
 		if (rank == 0) cli_error("run", "%s", err);
 		goto out;
 	}
 	comm_set_timeout(world, j.o.timeout_s);
+	j.boot = world;
+	if (train_world(&j.o, world, &nccl, err)) {
+		cli_error("run", "rank %d: %s", rank, err);
+		rc = EXIT_RUNTIME;
+		fflush(stderr);
+		comm_abort(world, EXIT_RUNTIME);   /* the others may be inside the NCCL bootstrap */
+		goto out;
+	}
 	j.o.train.trace = j.o.trace != NULL;
-	if (ctx_create(world, &j.o.plan, &j.x, err)) {
+	if (ctx_create(nccl ? nccl : world, &j.o.plan, &j.x, err)) {
 		if (rank == 0) cli_error("run", "%s", err);
 		rc = EXIT_BADINPUT;
 		goto out;
@@ -612,6 +647,7 @@ out:
 	free(j.plan_json);
 	free(j.settings_json);
 	ctx_destroy(j.x);
+	comm_destroy(nccl);   /* after the groups the context split from it */
 	comm_destroy(world);
 	return rc;
 }

@@ -136,3 +136,8 @@ void kern_zero(struct kern *k, void *p, size_t bytes)
 {
 	if (bytes) k->ops->memset0(k->state, p, bytes);
 }
+
+int kern_sync(struct kern *k, char *err)
+{
+	return k->ops->sync(k->state, err);
+}

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "kernels/cpu.h"
+#include "kernels/cpu_shard.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -138,6 +139,17 @@ struct kern_ops {
 	 * correctly rounded for any group size) */
 	void (*grad_div)(void *st, float *g, size_t n, float div);
 	void (*grad_add_div)(void *st, float *y, const float *x, size_t n, float div);
+	/* ---- the parallel runtime's steps between collectives: kernels/cpu_shard.h ---- */
+	void (*ce_shard_max)(void *st, float *mx, const float *logits, int N, int V);
+	void (*ce_shard_sums)(void *st, float *sums, float *maxima, const float *logits, const int *targets, int N,
+	                      int V, int v0, int tp);
+	void (*ce_shard_loss)(void *st, float *losses, float *lse, const float *maxima, const float *sums,
+	                      const int *targets, int N);
+	void (*ce_shard_backward)(void *st, float *dlogits, const float *logits, const float *lse, const int *targets,
+	                          float dloss, int N, int V, int v0);
+	void (*act_copy_rows)(void *st, float *dst, size_t ld_dst, const float *src, size_t ld_src, size_t rows,
+	                      size_t width);
+	void (*fill)(void *st, float *p, size_t n, float value);   /* fp32 */
 };
 
 /* The rows this build has: the CPU row always; the CUDA rows only when a CUDA backend is
@@ -181,6 +193,9 @@ void kern_zero(struct kern *k, void *p, size_t bytes);
 /* Starts a new high-water mark at the bytes in use now (a phase's peak, e.g. training after
  * setup). */
 void kern_reset_peak(struct kern *k);
+/* Waits for every kernel issued so far (the row's sync): what a collective on another stream
+ * or in another library (NCCL, MPI) reads must be written first. -1 with err on a fault. */
+int kern_sync(struct kern *k, char *err);
 
 /* Activation addressing, the one rule of the runtime: p advanced by n activation elements of
  * k's row (const dropped, as the kernels' outputs are reached the same way), and the bytes of

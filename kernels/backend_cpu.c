@@ -1,5 +1,5 @@
 /* backend_cpu — the CPU row of kernels/backend.h: host memory (malloc) and the fp32
- * reference kernels of kernels/cpu.h, each entry a call of the kernel of the same name with
+ * reference kernels of kernels/cpu.h and kernels/cpu_shard.h, each entry a call of the kernel of the same name with
  * the same arguments, so results through the table are bit for bit those of direct calls.
  * The row has no state (st is NULL) and one device, the host. */
 #include <stdlib.h>
@@ -16,6 +16,21 @@ static void cpu_copy(void *st, void *dst, const void *src, size_t bytes, enum ke
 	(void)dir;
 	if (dst != src) memmove(dst, src, bytes);
 }
+static void cpu_ce_shard_max(void *st, float *mx, const float *z, int N, int V)
+{ (void)st; ce_shard_max(mx, z, N, V); }
+static void cpu_ce_shard_sums(void *st, float *sums, float *mx, const float *z, const int *t, int N, int V, int v0,
+                              int tp)
+{ (void)st; ce_shard_sums(sums, mx, z, t, N, V, v0, tp); }
+static void cpu_ce_shard_loss(void *st, float *losses, float *lse, const float *mx, const float *sums, const int *t,
+                              int N)
+{ (void)st; ce_shard_loss(losses, lse, mx, sums, t, N); }
+static void cpu_ce_shard_backward(void *st, float *dz, const float *z, const float *lse, const int *t, float dloss,
+                                  int N, int V, int v0)
+{ (void)st; ce_shard_backward(dz, z, lse, t, dloss, N, V, v0); }
+static void cpu_act_copy_rows(void *st, float *dst, size_t ldd, const float *src, size_t lds, size_t rows,
+                              size_t width)
+{ (void)st; act_copy_rows(dst, ldd, src, lds, rows, width); }
+static void cpu_fill(void *st, float *p, size_t n, float value) { (void)st; fill_f32(p, n, value); }
 static int cpu_sync(void *st, char *err) { (void)st; (void)err; return 0; }
 
 static void cpu_linear_forward(void *st, float *out, const float *inp, const float *w, const float *bias,
@@ -180,4 +195,10 @@ const struct kern_ops kern_cpu_ops = {
 	.act_add = cpu_add,
 	.grad_div = cpu_grad_div,
 	.grad_add_div = cpu_grad_add_div,
+	.ce_shard_max = cpu_ce_shard_max,
+	.ce_shard_sums = cpu_ce_shard_sums,
+	.ce_shard_loss = cpu_ce_shard_loss,
+	.ce_shard_backward = cpu_ce_shard_backward,
+	.act_copy_rows = cpu_act_copy_rows,
+	.fill = cpu_fill,
 };

@@ -4,7 +4,8 @@
  * The entries the twins lack run here: y += x, the data-parallel divisions and the double sum
  * of squares as small element-wise kernels; MoE routing, dispatch, gather and combine as a
  * round trip through the CPU reference kernels (copy in, compute, copy out: correct, not fast,
- * until kernels of their own exist). Blockwise attention (context parallelism) is not wired:
+ * until kernels of their own exist); the vocabulary-parallel loss pieces and the fill are the
+ * fp32 kernels of kernels/cuda_shard.h, the strided row copy one cudaMemcpy2DAsync. Blockwise attention (context parallelism) is not wired:
  * train_supported_on keeps cp > 1 off this row, and a call records an error that sync reports.
  * This row exists only in a build that links it (`make CUDA=1`): the CPU build's reference to
  * kern_cuda_fp32_ops is weak.
@@ -22,6 +23,7 @@
 #include <string.h>
 #include "kernels/backend.h"
 #include "kernels/cuda.h"
+#include "kernels/cuda_shard.h"
 
 extern "C" const struct kern_ops kern_cuda_fp32_ops;
 
@@ -387,6 +389,26 @@ static void k_moe_stats(void *st, float *cnt, float *psum, const float *probs, c
 	free(hi);
 }
 
+/* ---- the parallel runtime's steps (kernels/cuda_shard.h) --------------------------------------- */
+static void k_ce_shard_max(void *st, float *mx, const float *z, int N, int V)
+{ cuda_ce_shard_max_f32(mx, z, N, V, S(st)->s); }
+static void k_ce_shard_sums(void *st, float *sums, float *mx, const float *z, const int *t, int N, int V, int v0,
+                            int tp)
+{ cuda_ce_shard_sums_f32(sums, mx, z, t, N, V, v0, tp, S(st)->s); }
+static void k_ce_shard_loss(void *st, float *losses, float *lse, const float *mx, const float *sums, const int *t,
+                            int N)
+{ cuda_ce_shard_loss(losses, lse, mx, sums, t, N, S(st)->s); }
+static void k_ce_shard_backward(void *st, float *dz, const float *z, const float *lse, const int *t, float dloss,
+                                int N, int V, int v0)
+{ cuda_ce_shard_backward_f32(dz, z, lse, t, dloss, N, V, v0, S(st)->s); }
+static void k_act_copy_rows(void *st, float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t w)
+{
+	if (rows && w)
+		note(S(st), "cudaMemcpy2DAsync", cudaMemcpy2DAsync(dst, ldd * sizeof(float), src, lds * sizeof(float),
+		                                                   w * sizeof(float), rows, cudaMemcpyDeviceToDevice, S(st)->s));
+}
+static void k_fill(void *st, float *p, size_t n, float value) { cuda_fill_f32(p, n, value, S(st)->s); }
+
 const struct kern_ops kern_cuda_fp32_ops = {
 	.name = "cuda-fp32",
 	.act_bytes = sizeof(float),
@@ -436,4 +458,10 @@ const struct kern_ops kern_cuda_fp32_ops = {
 	.act_add = k_add,
 	.grad_div = k_grad_div,
 	.grad_add_div = k_grad_add_div,
+	.ce_shard_max = k_ce_shard_max,
+	.ce_shard_sums = k_ce_shard_sums,
+	.ce_shard_loss = k_ce_shard_loss,
+	.ce_shard_backward = k_ce_shard_backward,
+	.act_copy_rows = k_act_copy_rows,
+	.fill = k_fill,
 };

@@ -3,7 +3,9 @@
  * gradients and AdamW's moments in fp32, every GEMM and reduction accumulated in fp32. Entries
  * map to the kernels of kernels/cuda_bf16.h, the cuBLASLt GEMMs of kernels/cublaslt_gemm.h
  * (weight gradients accumulate into the fp32 grads with beta 1) and cuDNN's fused attention
- * of kernels/cudnn_attention.h; act_add (the residual adds) is a small kernel of its own here.
+ * of kernels/cudnn_attention.h; act_add (the residual adds) is a small kernel of its own here;
+ * the vocabulary-parallel loss pieces are the bf16 kernels of kernels/cuda_shard.h (fp32
+ * maxima, sums and lse), the strided row copy one cudaMemcpy2DAsync of 2-byte elements.
  * Statistics the table keeps fp32 on every row stay fp32: RMSNorm's rstd, attention's and the
  * loss's lse, the RoPE table, the losses, router probabilities, top-k weights and frac.
  *
@@ -40,6 +42,7 @@
 #include "kernels/backend.h"
 #include "kernels/cublaslt_gemm.h"
 #include "kernels/cuda_bf16.h"
+#include "kernels/cuda_shard.h"
 #include "kernels/cudnn_attention.h"
 
 extern "C" const struct kern_ops kern_cuda_ops;
@@ -422,6 +425,27 @@ static void k_grad_div(void *st, float *g, size_t n, float d)
 static void k_grad_add_div(void *st, float *y, const float *x, size_t n, float d)
 { if (n) add_div_k<<<grid_for(n), THREADS, 0, S(st)->s>>>(y, x, n, d); }
 
+/* ---- the parallel runtime's steps (kernels/cuda_shard.h) --------------------------------------- */
+static void k_ce_shard_max(void *st, float *mx, const float *z, int N, int V)
+{ cuda_ce_shard_max_bf16(mx, CB(z), N, V, S(st)->s); }
+static void k_ce_shard_sums(void *st, float *sums, float *mx, const float *z, const int *t, int N, int V, int v0,
+                            int tp)
+{ cuda_ce_shard_sums_bf16(sums, mx, CB(z), t, N, V, v0, tp, S(st)->s); }
+static void k_ce_shard_loss(void *st, float *losses, float *lse, const float *mx, const float *sums, const int *t,
+                            int N)
+{ cuda_ce_shard_loss(losses, lse, mx, sums, t, N, S(st)->s); }
+static void k_ce_shard_backward(void *st, float *dz, const float *z, const float *lse, const int *t, float dloss,
+                                int N, int V, int v0)
+{ cuda_ce_shard_backward_bf16(B(dz), CB(z), lse, t, dloss, N, V, v0, S(st)->s); }
+static void k_act_copy_rows(void *st, float *dst, size_t ldd, const float *src, size_t lds, size_t rows, size_t w)
+{
+	const size_t eb = sizeof(bf16_t);
+	if (rows && w)
+		note(S(st), "cudaMemcpy2DAsync", cudaMemcpy2DAsync(dst, ldd * eb, src, lds * eb, w * eb, rows,
+		                                                   cudaMemcpyDeviceToDevice, S(st)->s));
+}
+static void k_fill(void *st, float *p, size_t n, float value) { cuda_fill_f32(p, n, value, S(st)->s); }
+
 const struct kern_ops kern_cuda_ops = {
 	.name = "cuda",
 	.act_bytes = 2,
@@ -471,4 +495,10 @@ const struct kern_ops kern_cuda_ops = {
 	.act_add = k_act_add,
 	.grad_div = k_grad_div,
 	.grad_add_div = k_grad_add_div,
+	.ce_shard_max = k_ce_shard_max,
+	.ce_shard_sums = k_ce_shard_sums,
+	.ce_shard_loss = k_ce_shard_loss,
+	.ce_shard_backward = k_ce_shard_backward,
+	.act_copy_rows = k_act_copy_rows,
+	.fill = k_fill,
 };

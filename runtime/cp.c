@@ -5,17 +5,23 @@
  * masks by global position, so all three cases are one call or none. */
 #include <math.h>
 #include <string.h>
-#include "kernels/cpu.h"
+#include "kernels/backend.h"
 #include "runtime/cp.h"
+#include "runtime/tp.h"
 #include "sim/util.h"
+
+/* activation addressing (kernels/backend.h) and one kernel of the instance */
+#define AT(p, n) kern_act_at(s->k, (p), (n))
+#define K(fn, ...) s->k->ops->fn(s->k->state, __VA_ARGS__)
 
 /* the shape of one call, with the strides of its three layouts */
 struct cp_shape {
+	struct kern *k;       /* borrowed */
 	int n, rank;          /* group size, position in the ring */
 	int B, Tl, Tc;        /* sequences, local rows per sequence, rows per chunk */
 	int H, Hkv, d;
 	int ld, ldkv, ldo;    /* qkv row, packed k|v row (2·Hkv·d), out row (H·d) */
-	size_t nkv;           /* floats of one packed K/V block: B·Tl·ldkv */
+	size_t nkv;           /* elements of one packed K/V block: B·Tl·ldkv */
 };
 
 /* global chunk index of the rank's first (half 0) or second (half 1) chunk */
@@ -70,7 +76,8 @@ size_t cp_attention_scratch_floats(int B, int Tl, int H, int Hkv, int d)
 	return attention_block_scratch_floats(Tc, Tc) + 5 * (size_t)B * Tl * 2 * Hkv * d;
 }
 
-static int shape_of(struct cp_shape *s, struct comm *cp, int B, int Tl, int H, int Hkv, int d, char *err)
+static int shape_of(struct cp_shape *s, struct comm *cp, struct kern *k, int B, int Tl, int H, int Hkv, int d,
+                    char *err)
 {
 	if (B < 1) return errf(err, "cp: batch B (%d) must be at least 1", B);
 	if (Tl < 2 || Tl % 2)
@@ -78,6 +85,7 @@ static int shape_of(struct cp_shape *s, struct comm *cp, int B, int Tl, int H, i
 	if (H < 1 || Hkv < 1 || H % Hkv)
 		return errf(err, "cp: kv heads (%d) must divide query heads (%d)", Hkv, H);
 	if (d < 1) return errf(err, "cp: head dim d (%d) must be at least 1", d);
+	s->k = k;
 	s->n = comm_size(cp);
 	s->rank = comm_rank(cp);
 	s->B = B;
@@ -96,21 +104,23 @@ static int shape_of(struct cp_shape *s, struct comm *cp, int B, int Tl, int H, i
 /* the K and V columns of every local row, packed into one block that travels the ring */
 static void pack_kv(float *kv, const float *qkv, const struct cp_shape *s)
 {
-	for (size_t r = 0; r < (size_t)s->B * s->Tl; r++)
-		memcpy(kv + r * s->ldkv, qkv + r * s->ld + (size_t)s->H * s->d, sizeof(float) * s->ldkv);
+	K(act_copy_rows, kv, (size_t)s->ldkv, AT(qkv, (size_t)s->H * s->d), (size_t)s->ld, (size_t)s->B * s->Tl,
+	  (size_t)s->ldkv);
 }
 
 static void unpack_kv(float *qkv, const float *kv, const struct cp_shape *s)
 {
-	for (size_t r = 0; r < (size_t)s->B * s->Tl; r++)
-		memcpy(qkv + r * s->ld + (size_t)s->H * s->d, kv + r * s->ldkv, sizeof(float) * s->ldkv);
+	K(act_copy_rows, AT(qkv, (size_t)s->H * s->d), (size_t)s->ld, kv, (size_t)s->ldkv, (size_t)s->B * s->Tl,
+	  (size_t)s->ldkv);
 }
 
-/* Starts one ring shift: send to the next rank, receive from the previous one. */
+/* Starts one ring shift: send to the next rank, receive from the previous one. The kernels
+ * issued before have finished first: they wrote the block sent and read the one overwritten. */
 static int ring_start(struct comm *cp, const struct cp_shape *s, const float *send, float *recv,
                       struct comm_req **req, char *err)
 {
-	struct comm_args a = {.coll = COLL_SENDRECV, .dtype = COMM_F32, .send = send, .recv = recv,
+	if (kern_sync(s->k, err)) return -1;
+	struct comm_args a = {.coll = COLL_SENDRECV, .dtype = tp_act_dtype(s->k), .send = send, .recv = recv,
 	                      .count = s->nkv, .recv_count = s->nkv,
 	                      .peer_send = (s->rank + 1) % s->n, .peer_recv = (s->rank + s->n - 1) % s->n};
 	return comm_start(cp, &a, req, err);
@@ -147,22 +157,22 @@ static int step_forward(const struct cp_shape *s, int src, float *out, float *ls
 				struct att_block blk;
 				if (!block_of(&blk, s, src, qh, kh)) continue;
 				const size_t qr = (size_t)b * s->Tl + (size_t)qh * s->Tc;
-				const float *k = kv + ((size_t)b * s->Tl + (size_t)kh * s->Tc) * s->ldkv;
-				attention_block_forward(out + qr * s->ldo, lse + (size_t)b * s->H * s->Tl + (size_t)qh * s->Tc,
-				                        qkv + qr * s->ld, k, k + (size_t)s->Hkv * s->d, bs, &blk);
+				const float *kb = AT(kv, ((size_t)b * s->Tl + (size_t)kh * s->Tc) * s->ldkv);
+				K(attention_block_forward, AT(out, qr * s->ldo), lse + (size_t)b * s->H * s->Tl + (size_t)qh * s->Tc,
+				  AT(qkv, qr * s->ld), kb, AT(kb, (size_t)s->Hkv * s->d), bs, &blk);
 				if (progress(req, nreq, err)) return -1;
 			}
 	return 0;
 }
 
-int cp_attention_forward(struct comm *cp, float *out, float *lse, const float *qkv, float *scratch,
+int cp_attention_forward(struct comm *cp, struct kern *k, float *out, float *lse, const float *qkv, float *scratch,
                          int B, int Tl, int H, int Hkv, int d, char *err)
 {
 	struct cp_shape s;
-	if (shape_of(&s, cp, B, Tl, H, Hkv, d, err)) return -1;
-	float *bs = scratch, *kv = bs + attention_block_scratch_floats(s.Tc, s.Tc), *kv_next = kv + s.nkv;
-	memset(out, 0, sizeof(float) * (size_t)B * Tl * s.ldo);
-	for (size_t i = 0; i < (size_t)B * H * Tl; i++) lse[i] = -INFINITY;
+	if (shape_of(&s, cp, k, B, Tl, H, Hkv, d, err)) return -1;
+	float *bs = scratch, *kv = bs + attention_block_scratch_floats(s.Tc, s.Tc), *kv_next = kern_act_at(k, kv, s.nkv);
+	kern_zero(k, out, kern_act_size(k, (size_t)B * Tl * s.ldo));
+	k->ops->fill(k->state, lse, (size_t)B * H * Tl, -INFINITY);
 	pack_kv(kv, qkv, &s);
 	for (int step = 0; step < s.n; step++) {
 		struct comm_req *req = NULL;
@@ -190,9 +200,9 @@ static int step_backward(const struct cp_shape *s, int src, float *dqkv, float *
 				if (!block_of(&blk, s, src, qh, kh)) continue;
 				const size_t qr = (size_t)b * s->Tl + (size_t)qh * s->Tc;
 				const size_t kr = ((size_t)b * s->Tl + (size_t)kh * s->Tc) * s->ldkv;
-				attention_block_backward(dqkv + qr * s->ld, dkv + kr, dkv + kr + vo, dout + qr * s->ldo,
-				                         out + qr * s->ldo, lse + (size_t)b * s->H * s->Tl + (size_t)qh * s->Tc,
-				                         qkv + qr * s->ld, kv + kr, kv + kr + vo, bs, &blk);
+				K(attention_block_backward, AT(dqkv, qr * s->ld), AT(dkv, kr), AT(dkv, kr + vo),
+				  AT(dout, qr * s->ldo), AT(out, qr * s->ldo), lse + (size_t)b * s->H * s->Tl + (size_t)qh * s->Tc,
+				  AT(qkv, qr * s->ld), AT(kv, kr), AT(kv, kr + vo), bs, &blk);
 				if (progress(req, nreq, err)) return -1;
 			}
 	return 0;
@@ -205,10 +215,11 @@ static int backward_ring(struct comm *cp, const struct cp_shape *s, float *dqkv,
                          const float *qkv, const float *out, const float *lse, float *scratch,
                          struct comm_req **kreq, struct comm_req **dreq, float **own, char *err)
 {
-	float *bs = scratch, *kv = bs + attention_block_scratch_floats(s->Tc, s->Tc), *kv_next = kv + s->nkv;
-	float *dkv = kv_next + s->nkv, *dkv_sent = dkv + s->nkv, *dkv_in = dkv_sent + s->nkv;
+	float *bs = scratch, *kv = bs + attention_block_scratch_floats(s->Tc, s->Tc), *kv_next = AT(kv, s->nkv);
+	float *dkv = AT(kv_next, s->nkv), *dkv_sent = AT(dkv, s->nkv), *dkv_in = AT(dkv_sent, s->nkv);
+	const size_t kvb = kern_act_size(s->k, s->nkv);
 	pack_kv(kv, qkv, s);
-	memset(dkv, 0, sizeof(float) * s->nkv);
+	kern_zero(s->k, dkv, kvb);
 	for (int step = 0; step < s->n; step++) {
 		if (step < s->n - 1 && ring_start(cp, s, kv, kv_next, kreq, err)) return -1;
 		struct comm_req *inflight[2] = {*kreq, *dreq};
@@ -224,23 +235,23 @@ static int backward_ring(struct comm *cp, const struct cp_shape *s, float *dqkv,
 			r = *dreq;
 			*dreq = NULL;
 			if (comm_wait(r, err)) return -1;
-			for (size_t i = 0; i < s->nkv; i++) dkv[i] += dkv_in[i];
+			K(act_add, dkv, dkv_in, s->nkv);
 		}
 		if (ring_start(cp, s, dkv, dkv_in, dreq, err)) return -1;
 		t = dkv; dkv = dkv_sent; dkv_sent = t;
-		memset(dkv, 0, sizeof(float) * s->nkv);
+		kern_zero(s->k, dkv, kvb);
 	}
 	*own = s->n == 1 ? dkv : dkv_in;   /* complete once the last shift is waited for */
 	return 0;
 }
 
-int cp_attention_backward(struct comm *cp, float *dqkv, const float *dout, const float *qkv,
+int cp_attention_backward(struct comm *cp, struct kern *k, float *dqkv, const float *dout, const float *qkv,
                           const float *out, const float *lse, float *scratch,
                           int B, int Tl, int H, int Hkv, int d, char *err)
 {
 	struct cp_shape s;
-	if (shape_of(&s, cp, B, Tl, H, Hkv, d, err)) return -1;
-	memset(dqkv, 0, sizeof(float) * (size_t)B * Tl * s.ld);
+	if (shape_of(&s, cp, k, B, Tl, H, Hkv, d, err)) return -1;
+	kern_zero(k, dqkv, kern_act_size(k, (size_t)B * Tl * s.ld));
 	struct comm_req *kreq = NULL, *dreq = NULL;
 	float *own = NULL;
 	int rc = backward_ring(cp, &s, dqkv, dout, qkv, out, lse, scratch, &kreq, &dreq, &own, err);

@@ -9,9 +9,16 @@
  * does the same causal work. Its local rows are (B, Tl) with Tl = T/cp; row i of a sequence
  * is at global position cp_positions()[i], which is what RoPE and the causal mask use.
  *
+ * Attention runs through a backend instance k (kernels/backend.h): out, qkv, dout, dqkv and
+ * the K/V blocks in the scratch are activations of k's row (they travel as COMM_BF16 on a
+ * 2-byte row, COMM_F32 on a 4-byte one, runtime/tp.h's tp_act_dtype), lse is fp32; every ring
+ * shift first waits for the kernels issued before it (kern_sync). The zig-zag shards of
+ * tokens and rows below are host arrays.
+ *
  * Ownership: the caller owns every buffer, including the scratch of
- * cp_attention_scratch_floats() floats; nothing here allocates. The communicator is
- * borrowed. Units: element counts. Errors return -1 with a message naming the field.
+ * cp_attention_scratch_floats() floats of k's memory; nothing here allocates. The
+ * communicator and the instance are borrowed. Units: element counts. Errors return -1 with a
+ * message naming the field.
  *
  * Invariant a reader could not guess: the backward sends two messages per step to the same
  * neighbour (the next K/V block, then the dK/dV partial sums), and the ring relies on MPI's
@@ -21,6 +28,7 @@
 #define SCALEPLAN_RUNTIME_CP_H
 
 #include <stddef.h>
+#include "kernels/backend.h"
 #include "runtime/comm.h"
 
 /* pos[i] = global position of local row i (i < T/cp) on `rank` of a group of `cp`. */
@@ -31,7 +39,8 @@ int cp_shard_tokens(int *dst /* (B, T/cp) */, const int *src /* (B, T) */, int B
 int cp_shard_rows(float *dst /* (B, T/cp, width) */, const float *src /* (B, T, width) */, int B,
                   int T, int width, int cp, int rank, char *err);
 
-/* Scratch of either pass: the block kernel's plus five K/V-sized buffers (B·Tl·2·Hkv·d):
+/* Scratch of either pass, in floats (enough for any row, activations being at most 4 bytes):
+ * the block kernel's plus five K/V-sized buffers (B·Tl·2·Hkv·d elements):
  * two for the block in use and the one arriving, three for the dK/dV sums being computed,
  * in flight and arriving. */
 size_t cp_attention_scratch_floats(int B, int Tl, int H, int Hkv, int d);
@@ -40,13 +49,13 @@ size_t cp_attention_scratch_floats(int B, int Tl, int H, int Hkv, int d);
  * exactly the layouts of attention_forward for Tl rows: qkv already rotated at global
  * positions; out and lse (log-sum-exp of the rows' scores) overwritten. The transfer of the
  * next K/V block overlaps the attention of the current one. */
-int cp_attention_forward(struct comm *cp, float *out /* (B, Tl, H*d) */, float *lse /* (B, H, Tl) */,
+int cp_attention_forward(struct comm *cp, struct kern *k, float *out /* (B, Tl, H*d) */, float *lse /* (B, H, Tl) */,
                          const float *qkv /* (B, Tl, (H + 2*Hkv)*d) */, float *scratch,
                          int B, int Tl, int H, int Hkv, int d, char *err);
 /* The matching backward (layouts of attention_backward; dqkv overwritten): K/V blocks take
  * the forward's route again and each block's dK/dV partial sums follow it one step behind,
  * arriving complete at the block's owner after the last step. out and lse are the forward's. */
-int cp_attention_backward(struct comm *cp, float *dqkv /* (B, Tl, (H + 2*Hkv)*d) */,
+int cp_attention_backward(struct comm *cp, struct kern *k, float *dqkv /* (B, Tl, (H + 2*Hkv)*d) */,
                           const float *dout /* (B, Tl, H*d) */, const float *qkv,
                           const float *out /* (B, Tl, H*d) */, const float *lse /* (B, H, Tl) */,
                           float *scratch, int B, int Tl, int H, int Hkv, int d, char *err);

@@ -449,7 +449,7 @@ int llama_grads_finish(struct llama *m, char *err)
 	if (!m->sp) return 0;
 	for (int i = 0; i < m->n_specs; i++) {
 		const struct param_spec *s = &m->specs[i];
-		if (s->seq_partial && tp_allreduce(m->tp, m->grads + s->offset, s->numel, err)) return -1;
+		if (s->seq_partial && tp_allreduce(m->tp, m->k, m->grads + s->offset, s->numel, err)) return -1;
 	}
 	return 0;
 }

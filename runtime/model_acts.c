@@ -220,7 +220,8 @@ static int acts_parallel(const struct llama *m, struct llama_acts *a, char *err)
 		if (!a->ep) return errf(err, "activations: out of memory");
 		for (int l = 0; l < c->layers; l++)
 			if (m->held[l] && model_layer_is_moe(c, l) &&
-			    ep_batch_create(&a->ep[l], m->ep, a->N, c->moe_experts, c->moe_topk, c->hidden, m->moe_ffn_local, err))
+			    ep_batch_create(&a->ep[l], m->ep, m->k, a->N, c->moe_experts, c->moe_topk, c->hidden,
+			                    m->moe_ffn_local, err))
 				return -1;
 	}
 	if (m->cp_size == 1) {

@@ -20,7 +20,7 @@
  * Every kernel, fill and copy goes through the model's backend (K() below; kernels/backend.h);
  * what the host reads (the losses, the MoE statistics under CP) is copied back explicitly.
  * The vocabulary-parallel cross-entropy (runtime/tp.c), ring attention (runtime/cp.c) and the
- * expert exchange (runtime/ep.c) still read their buffers on the host. */
+ * expert exchange (runtime/ep.c) take the same backend instance. */
 #include <stdio.h>
 #include <string.h>
 #include "kernels/backend.h"
@@ -92,7 +92,7 @@ static void fail(struct llama_acts *a, int rc)
 static void seq_gather(const struct llama *m, struct llama_acts *a, float *full, int w)
 {
 	if (!m->sp || a->failed) return;
-	fail(a, tp_seq_gather(m->tp, full, (size_t)a->Nl * w, a->err));
+	fail(a, tp_seq_gather(m->tp, m->k, full, (size_t)a->Nl * w, a->err));
 }
 
 /* Where a row-parallel linear writes its (N, C) partial sums so that reduce_out can put the
@@ -106,7 +106,7 @@ static float *partial_for(const struct llama *m, struct llama_acts *a, float *ou
 static void reduce_out(const struct llama *m, struct llama_acts *a, float *partial, float *out)
 {
 	if (m->tp_size == 1 || a->failed) return;
-	fail(a, tp_reduce(m->tp, m->sp, partial, out, (size_t)a->N * m->cfg.hidden, a->err));
+	fail(a, tp_reduce(m->tp, m->k, m->sp, partial, out, (size_t)a->N * m->cfg.hidden, a->err));
 }
 
 /* Backward of seq_gather: the (N, C) gradient of a norm's output, a partial sum per rank
@@ -116,7 +116,7 @@ static float *reduce_in(const struct llama *m, struct llama_acts *a, float *dpar
 {
 	if (m->tp_size == 1 || a->failed) return dpart;
 	float *out = m->sp ? a->tp_buf : dpart;
-	fail(a, tp_reduce(m->tp, m->sp, dpart, out, (size_t)a->N * m->cfg.hidden, a->err));
+	fail(a, tp_reduce(m->tp, m->k, m->sp, dpart, out, (size_t)a->N * m->cfg.hidden, a->err));
 	return out;
 }
 
@@ -168,8 +168,8 @@ static void attn_forward(const struct llama *m, struct llama_acts *a, int l, con
 	if (m->cp_size == 1)
 		K(attention_forward, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
 	else if (!a->failed)
-		fail(a, cp_attention_forward(m->cp, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d,
-		                             a->err));
+		fail(a, cp_attention_forward(m->cp, m->k, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv,
+		                             s->d, a->err));
 	float *part = partial_for(m, a, L->mid);
 	K(linear_forward, part, L->att, PW(o->wo), NULL, s->N, s->q, s->C);
 	reduce_out(m, a, part, L->mid);
@@ -308,7 +308,7 @@ static void rc_restore(const struct llama *m, struct llama_acts *a, int l, const
 		if (m->cp_size == 1)
 			K(attention_forward, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
 		else if (!a->failed)
-			fail(a, cp_attention_forward(m->cp, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H,
+			fail(a, cp_attention_forward(m->cp, m->k, L->att, L->lse, L->qkv, a->att_scratch, s->B, s->T, s->H,
 			                             s->Hkv, s->d, a->err));
 	}
 	rc_mark(m, a, l);
@@ -326,7 +326,7 @@ float llama_head_forward(const struct llama *m, struct llama_acts *a, const int 
 	if (m->tp_size == 1)
 		K(crossentropy_forward, a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V);
 	else if (!a->failed)
-		fail(a, tp_crossentropy_forward(m->tp, a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V,
+		fail(a, tp_crossentropy_forward(m->tp, m->k, a->losses, a->lse_ce, a->logits, a->targets, s.N, s.V,
 		                                m->vocab0, a->ce_scratch, a->err));
 	const float *losses = a->host; /* host copy; the targets are the caller's host array */
 	kern_to_host(m->k, a->host, a->losses, sizeof(float) * (size_t)s.N);
@@ -373,7 +373,7 @@ void llama_head_backward(struct llama *m, struct llama_acts *a, float dloss)
 	float *dlogits = a->logits; /* in place: (N, V) */
 	const float dl = count ? dloss / count : 0.0f;
 	if (m->tp_size == 1) K(crossentropy_backward, dlogits, a->logits, a->lse_ce, a->targets, dl, s.N, s.V);
-	else tp_crossentropy_backward(dlogits, a->logits, a->lse_ce, a->targets, dl, s.N, s.V, m->vocab0);
+	else tp_crossentropy_backward(m->k, dlogits, a->logits, a->lse_ce, a->targets, dl, s.N, s.V, m->vocab0);
 	K(linear_backward_weight, GW(m->lm_head), NULL, dlogits, a->lnf, s.N, s.C, s.V);
 	K(linear_backward_input, a->dln, dlogits, PW(m->lm_head), s.N, s.C, s.V, 0);
 	const float *dln = reduce_in(m, a, a->dln);
@@ -401,7 +401,7 @@ static const float *moe_backward_b(struct llama *m, struct llama_acts *a, int l,
 	} else {
 		K(moe_combine_backward, L->d_ye, a->dtopw, dout, L->ye, L->topw, L->slot_of, N, C, k);
 		/* each rank's ye is a partial sum over its slice of every expert, so is its dtopw */
-		if (m->tp_size > 1 && !a->failed) fail(a, tp_allreduce(m->tp, a->dtopw, (size_t)N * k, a->err));
+		if (m->tp_size > 1 && !a->failed) fail(a, tp_allreduce(m->tp, m->k, a->dtopw, (size_t)N * k, a->err));
 		const int *off = expert_offsets(m, a, L);
 		for (int e = 0; e < E; e++) {
 			const size_t r = (size_t)off[e];
@@ -453,8 +453,8 @@ static void attn_backward_b(struct llama *m, struct llama_acts *a, int l, const 
 	if (m->cp_size == 1)
 		K(attention_backward, L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T, s->H, s->Hkv, s->d);
 	else if (!a->failed)
-		fail(a, cp_attention_backward(m->cp, L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B, s->T,
-		                              s->H, s->Hkv, s->d, a->err));
+		fail(a, cp_attention_backward(m->cp, m->k, L->d_qkv, a->datt, L->qkv, L->att, L->lse, a->att_scratch, s->B,
+		                              s->T, s->H, s->Hkv, s->d, a->err));
 	K(rope_backward, L->d_qkv, a->rope_tab, s->B, s->T, s->H + s->Hkv, s->d, s->qkv);
 	K(linear_backward_input, a->dln, L->d_qkv, PW(o->wqkv), s->N, s->C, s->qkv, 0);
 	const float *dln = reduce_in(m, a, a->dln);

@@ -89,10 +89,23 @@ int train_supported_on(const struct plan *p, const struct model *m, const struct
 	if (row->cast_weights && p->zero == 3)
 		return errf(err, "not yet supported on backend %s: zero 3 (the gathered fp32 units are not cast to the "
 		            "row's compute format; use zero 0-2, or --backend cuda-fp32 or cpu)", row->name);
-	if (p->tp > 1 || p->pp > 1 || p->cp > 1 || p->ep > 1)
-		return errf(err, "not yet supported on backend %s: tp %d, pp %d, cp %d, ep %d (the vocabulary-parallel "
-		            "loss, the pipeline messages, ring attention and the expert exchange still read host memory; "
-		            "use tp = pp = cp = ep = 1 or --backend cpu)", row->name, p->tp, p->pp, p->cp, p->ep);
+	/* ring attention goes through the table, but no CUDA row has the blockwise attention
+	 * entries it calls (they record an error naming themselves) */
+	if (p->cp > 1)
+		return errf(err, "not yet supported on backend %s: cp %d (ring attention's attention_block_forward/"
+		            "backward are not in this row; use cp 1 or --backend cpu)", row->name, p->cp);
+	/* The vocabulary-parallel loss, the TP collectives and the expert exchange run on the
+	 * row's memory (COMM_BF16 or COMM_F32 activations) over the NCCL world cli/verb_run.c
+	 * makes; what several ranks still lack is a home for the step's host-side collectives
+	 * (the host names at setup, the loss and step time of runtime/train_step.c, the
+	 * gradient norm's sum of runtime/zero.c, the pipeline's loss), which pass host memory
+	 * to the world's groups, and NCCL reads device memory only. */
+	const long ranks = (long)p->dp * p->tp * p->cp * p->pp;
+	if (ranks > 1)
+		return errf(err, "not yet supported on backend %s: %ld ranks (dp %d, tp %d, pp %d, ep %d; the step's "
+		            "host-side collectives, the loss, the step time and the gradient norm, pass host memory, "
+		            "which NCCL cannot read; use one rank or --backend cpu)", row->name, ranks, p->dp, p->tp,
+		            p->pp, p->ep);
 	return 0;
 }
 

@@ -83,9 +83,10 @@ void train_destroy(struct trainer *t);
  * "not yet supported by the runtime: ..." (no communication; for early checks). */
 int train_supported(const struct plan *p, const struct model *m, char *err);
 /* train_supported, and what the backend row can run: a row whose memory the host cannot
- * read (a GPU) runs one rank of dense layers without TP, PP, CP, EP or ZeRO-3 for now (the
- * vocabulary-parallel loss, ring attention, the expert exchange, the pipeline messages over
- * MPI and the checkpoints still read buffers on the host); -1 with a message naming the row. */
+ * read (a GPU) runs one rank without ZeRO-3 on a row with a compute format, and without CP
+ * (no CUDA row has the blockwise attention entries); several ranks wait for the step's
+ * host-side collectives to leave the NCCL world's groups (runtime/train.c says which).
+ * TP, EP and the pipeline run through the row. -1 with a message naming the row. */
 int train_supported_on(const struct plan *p, const struct model *m, const struct kern_ops *row, char *err);
 
 /* Collective: one optimizer step over the next global batch. */

@@ -2,8 +2,11 @@
  * for `scaleplan run --backend` over fake GPU counts, the tracking allocator's counters against
  * sizes summed here, the CPU row against direct calls of the reference kernels (bit for bit),
  * and the runtime's buffers all coming from the backend (the model's four flat buffers and
- * the activation slabs, counted from the model's own tables), and the activation layout of a
- * 2-byte (bf16) row recomputed from the table's specs. */
+ * the activation slabs, counted from the model's own tables), the activation layout of a
+ * 2-byte (bf16) row recomputed from the table's specs, and the parallel runtime's entries
+ * (kernels/cpu_shard.h): the vocabulary-parallel loss over two shards against
+ * crossentropy_forward/backward over the whole vocabulary, the strided row copy and the fill. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +172,76 @@ static void test_cpu_row(void)
 	CHECK(psum[0] == 0.625f && psum[1] == 1.5f && psum[2] == 0.875f, "moe_stats probability sums");
 }
 
+static double rel_err(const float *got, const float *want, size_t n)
+{
+	double e = 0.0, m = 1e-30;
+	for (size_t i = 0; i < n; i++) {
+		e = fmax(e, fabs((double)got[i] - want[i]));
+		m = fmax(m, fabs((double)want[i]));
+	}
+	return e / m;
+}
+
+/* The vocabulary-parallel loss composed over TP shards as runtime/tp.c composes it (maxima
+ * gathered, sums added between the steps) against the whole-vocabulary reference. */
+static void test_ce_shards(void)
+{
+	const struct kern_ops *o = &kern_cpu_ops;
+	enum { N = 7, V = 10, TP = 2, VL = V / TP };
+	float z[N * V], shard[TP][N * VL], maxima[TP * N], sums[TP][2 * N], tot[2 * N];
+	float loss[N], lse[N], rl[N], rlse[N], dref[N * V], d[TP][N * VL];
+	const int tgt[N] = {0, 4, 5, 9, -1, 7, 2};
+	fill(z, N * V, 11);
+	for (int i = 0; i < N; i++) z[i * V + i % V] += 3.0f;   /* one large logit per row */
+	for (int q = 0; q < TP; q++)
+		for (int i = 0; i < N; i++) memcpy(shard[q] + i * VL, z + i * V + q * VL, sizeof(float) * VL);
+	for (int q = 0; q < TP; q++) o->ce_shard_max(NULL, maxima + q * N, shard[q], N, VL);
+	for (int q = 0; q < TP; q++) {
+		float mx[TP * N];
+		memcpy(mx, maxima, sizeof mx);   /* each rank reduces its own copy of the gathered maxima */
+		o->ce_shard_sums(NULL, sums[q], mx, shard[q], tgt, N, VL, q * VL, TP);
+		if (q == TP - 1) memcpy(maxima, mx, sizeof mx);
+	}
+	for (int i = 0; i < 2 * N; i++) tot[i] = sums[0][i] + sums[1][i];
+	o->ce_shard_loss(NULL, loss, lse, maxima, tot, tgt, N);
+	crossentropy_forward(rl, rlse, z, tgt, N, V);
+	CHECK(rel_err(loss, rl, N) <= 1e-6 && rel_err(lse, rlse, N) <= 1e-6,
+	      "ce_shard_*: the loss over %d shards is crossentropy_forward's (loss %.3g, lse %.3g)", TP,
+	      rel_err(loss, rl, N), rel_err(lse, rlse, N));
+	CHECK(loss[4] == 0.0f && lse[4] == 0.0f, "ce_shard_loss: an ignored target (-1) gives loss 0 and lse 0");
+	crossentropy_backward(dref, z, rlse, tgt, 0.5f, N, V);
+	double e = 0.0;
+	for (int q = 0; q < TP; q++) {
+		memcpy(d[q], shard[q], sizeof d[q]);   /* in place, as the head's backward runs it */
+		o->ce_shard_backward(NULL, d[q], d[q], lse, tgt, 0.5f, N, VL, q * VL);
+		for (int i = 0; i < N; i++)
+			for (int v = 0; v < VL; v++) {
+				const double w = dref[i * V + q * VL + v];
+				e = fmax(e, fabs(d[q][i * VL + v] - w));
+			}
+	}
+	CHECK(e <= 1e-7, "ce_shard_backward in place on %d shards is crossentropy_backward's (max error %.3g)", TP, e);
+}
+
+/* act_copy_rows moves width elements of each row between two strides; fill sets fp32 values. */
+static void test_rows_and_fill(void)
+{
+	const struct kern_ops *o = &kern_cpu_ops;
+	float src[5 * 7], dst[5 * 4];
+	for (int i = 0; i < 5 * 7; i++) src[i] = (float)i;
+	o->fill(NULL, dst, 5 * 4, -1.5f);
+	int filled = 1;
+	for (int i = 0; i < 5 * 4; i++) filled &= dst[i] == -1.5f;
+	CHECK(filled, "fill sets every element");
+	o->act_copy_rows(NULL, dst, 4, src + 2, 7, 5, 3);
+	int ok = 1;
+	for (int r = 0; r < 5; r++) {
+		for (int c = 0; c < 3; c++) ok &= dst[r * 4 + c] == (float)(r * 7 + 2 + c);
+		ok &= dst[r * 4 + 3] == -1.5f;   /* past the width: untouched */
+	}
+	CHECK(ok, "act_copy_rows: dst[r*4 + c] = src[r*7 + 2 + c] for c < 3, the rest untouched");
+}
+
 /* Every flat buffer of the model and every activation slab is the backend's: its bytes in use
  * are 4 buffers x n_params floats, then the slabs of the activation table on top, then 0. */
 static void test_runtime_allocations(void)
@@ -315,5 +388,7 @@ int main(void)
 	test_cpu_row();
 	test_runtime_allocations();
 	test_act_layout();
+	test_ce_shards();
+	test_rows_and_fill();
 	return test_summary("backend");
 }

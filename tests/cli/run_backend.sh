@@ -6,7 +6,10 @@
 #    row in this build (and how to build one), or no GPU visible (the GPU part then says it is
 #    skipped); with both, 3 steps of the tiny dense and MoE models are within 2e-2 relative of
 #    the CPU losses on cuda (bf16; the derivation is below) and within 1e-4 on cuda-fp32 (fp32
-#    on both, other summation orders), and cuda refuses cp 2 and zero 3 by name;
+#    on both, other summation orders), and cuda refuses cp 2 and zero 3 by name; with mpirun
+#    and two GPUs, tp 2 (with SP, tiny) and ep 2 (dp 2, tiny-moe) on two GPU ranks against the
+#    same plan on two CPU ranks, with the same bounds (a plan the row still refuses is reported
+#    with train_supported_on's reason instead, and counted as neither passed nor failed);
 #  - an unknown backend is refused;
 #  - the backend allocator's peak holds at least the weights, gradients and AdamW moments
 #    (16 bytes per parameter, the count the human output prints), is the same in a repeated
@@ -62,6 +65,31 @@ if [ $have_row = 1 ] && [ $have_gpu = 1 ]; then
 		expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 1 --backend cuda --zero 3 --gpus 2
 		expect_msg -- 'not yet supported on backend cuda: zero 3'
 	fi
+	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+	if [ -n "$MPI" ] && [ "$ngpu" -ge 2 ]; then
+		# one GPU per rank (rank r drives GPU r); the activations travel as bf16 on cuda
+		for c in "tp2 tiny --tp 2 --sp" "ep2 tiny-moe --dp 2 --ep 2"; do
+			set -- $c; name=$1 m=$2; shift 2
+			expect_rc 0 $MPI -np 2 "$SP" run --model $m --seq 16 --gbs 8 --mbs 2 --gpus 2 "$@" --steps 3 --json \
+				--backend cpu
+			cp "$TMP/out" "$TMP/c2.$name"
+			for b in cuda-fp32 cuda; do
+				tol=1e-4; [ $b = cuda ] && tol=2e-2
+				$MPI -np 2 "$SP" run --model $m --seq 16 --gbs 8 --mbs 2 --gpus 2 "$@" --steps 3 --json \
+					--backend $b >"$TMP/out" 2>"$TMP/err"
+				rc=$?
+				if [ $rc -eq 2 ] && grep -q "^scaleplan.*not yet supported on backend $b" "$TMP/err"; then
+					echo "$name on $b: refused: $(grep -m 1 '^scaleplan' "$TMP/err")"
+					continue
+				fi
+				[ $rc -eq 0 ] && ok || bad "$name on $b: rc $rc :: $(head -c 300 "$TMP/err")"
+				within $tol "$TMP/out" "$TMP/c2.$name" && ok ||
+					bad "$name: $b losses $(losses "$TMP/out" | tr '\n' ' ') vs cpu $(losses "$TMP/c2.$name" | tr '\n' ' ') (tolerance $tol)"
+			done
+		done
+	else
+		echo "multi-rank GPU checks skipped: $([ -n "$MPI" ] && echo "$ngpu GPU(s) visible, 2 needed" || echo "no mpirun")"
+	fi
 else
 	echo "GPU checks skipped: $([ $have_row = 1 ] && echo "no GPU visible" || echo "no CUDA row in this build")"
 	cmp -s <(losses "$TMP/l.default") <(losses "$TMP/l.cpu") && ok || bad "--backend cpu changed the losses"
@@ -92,7 +120,7 @@ expect_rc 0 $ONE "$SP" run $TINY --steps 2 --backend cpu --json
 [ "$(summary_key "$TMP/out" backend_peak_bytes_per_rank)" = "$peak" ] && ok || bad "allocator peak differs between two identical runs"
 for z in 0 3; do
 	[ -n "$MPI" ] || break
-	expect_rc 0 $MPI -np 2 "$SP" run $TINY --gpus 2 --zero $z --steps 2 --json
+	expect_rc 0 $MPI -np 2 "$SP" run $TINY --gpus 2 --zero $z --steps 2 --json --backend cpu
 	zp[$z]=$(summary_key "$TMP/out" backend_peak_bytes_per_rank | cut -d' ' -f1)
 done
 if [ -n "$MPI" ]; then

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "kernels/backend.h"
 #include "kernels/cpu.h"
 #include "runtime/comm.h"
 #include "runtime/cp.h"
@@ -124,11 +125,13 @@ static void test_attention(struct comm *g, int B, int T, int H, int Hkv, int d)
 	float *lout = malloc(sizeof(float) * (size_t)B * Tl * ldo), *llse = malloc(sizeof(float) * (size_t)B * H * Tl);
 	float *ldqkv = malloc(sizeof(float) * (size_t)B * Tl * ld);
 	float *lsc = malloc(sizeof(float) * cp_attention_scratch_floats(B, Tl, H, Hkv, d));
+	struct kern *k = NULL;   /* the CPU row, whose memory is the host's */
+	CHECK(kern_create(&k, &kern_cpu_ops, 0, err) == 0, "%s", err);
 	CHECK(cp_shard_rows(lqkv, qkv, B, T, ld, n, r, err) == 0, "%s", err);
 	CHECK(cp_shard_rows(ldout, dout, B, T, ldo, n, r, err) == 0, "%s", err);
-	int rc = cp_attention_forward(g, lout, llse, lqkv, lsc, B, Tl, H, Hkv, d, err);
+	int rc = cp_attention_forward(g, k, lout, llse, lqkv, lsc, B, Tl, H, Hkv, d, err);
 	CHECK(rc == 0, "cp_attention_forward: %s", err);
-	rc = cp_attention_backward(g, ldqkv, ldout, lqkv, lout, llse, lsc, B, Tl, H, Hkv, d, err);
+	rc = cp_attention_backward(g, k, ldqkv, ldout, lqkv, lout, llse, lsc, B, Tl, H, Hkv, d, err);
 	CHECK(rc == 0, "cp_attention_backward: %s", err);
 	const double eo = rows_err(lout, out, B, T, ldo, n, r), el = lse_err(llse, lse, B, H, T, n, r);
 	const double eg = rows_err(ldqkv, dqkv, B, T, ld, n, r);
@@ -140,16 +143,20 @@ static void test_attention(struct comm *g, int B, int T, int H, int Hkv, int d)
 		       n, B, T, H, Hkv, d, eo, el, eg);
 	free(qkv); free(dout); free(out); free(lse); free(dqkv); free(sc);
 	free(lqkv); free(ldout); free(lout); free(llse); free(ldqkv); free(lsc);
+	kern_destroy(k);
 }
 
 static void test_bad_shapes(struct comm *g)
 {
 	char err[ERR_LEN];
 	float buf[64] = {0};
-	CHECK(cp_attention_forward(g, buf, buf, buf, buf, 1, 3, 2, 1, 2, err) == -1 && strstr(err, "Tl (3)"),
+	struct kern *k = NULL;
+	CHECK(kern_create(&k, &kern_cpu_ops, 0, err) == 0, "%s", err);
+	CHECK(cp_attention_forward(g, k, buf, buf, buf, buf, 1, 3, 2, 1, 2, err) == -1 && strstr(err, "Tl (3)"),
 	      "odd Tl: '%s'", err);
-	CHECK(cp_attention_backward(g, buf, buf, buf, buf, buf, buf, 1, 2, 3, 2, 2, err) == -1 &&
+	CHECK(cp_attention_backward(g, k, buf, buf, buf, buf, buf, buf, 1, 2, 3, 2, 2, err) == -1 &&
 	      strstr(err, "kv heads (2)"), "Hkv not dividing H: '%s'", err);
+	kern_destroy(k);
 }
 
 int main(void)

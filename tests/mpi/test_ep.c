@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "kernels/backend.h"
 #include "kernels/cpu.h"
 #include "runtime/comm.h"
 #include "runtime/ctx.h"
@@ -131,11 +132,13 @@ static void run_case(struct comm *g, int E, int skew)
 		          m[i].Nall, E);
 
 	const float *wl = W + (size_t)r * El * ew;
-	int ok = 1;
+	struct kern *kc = NULL;   /* the CPU row, whose memory is the host's */
+	int ok = kern_create(&kc, &kern_cpu_ops, 0, err) == 0;
+	CHECK(ok, "%s", err);
 	for (int i = 0; i < MB && ok; i++) {
 		struct mb *q = &m[i];
 		const size_t f = (size_t)q->first;
-		ok = ep_batch_create(&q->b, g, q->N, E, TOPK, C, FE, err) == 0;
+		ok = ep_batch_create(&q->b, g, kc, q->N, E, TOPK, C, FE, err) == 0;
 		CHECK(ok, "ep_batch_create: %s", err);
 		ok = ok && ep_forward(q->b, q->out, q->x + f * C, q->idx + f * TOPK, q->tw + f * TOPK, wl, err) == 0;
 		CHECK(ok, "ep_forward micro-batch %d: %s", i, err);
@@ -173,6 +176,7 @@ static void run_case(struct comm *g, int E, int skew)
 			       "out %.2g dx %.2g dtopk_w %.2g dW %.2g\n", n, E, TOPK, C, FE, kind, p->R, eo, ex, et, ew_err);
 	}
 	for (int i = 0; i < MB; i++) mb_free(&m[i]);
+	kern_destroy(kc);
 	free(W); free(dW_ref); free(dW);
 }
 
@@ -181,19 +185,22 @@ static void test_errors(struct comm *g)
 	char err[ERR_LEN];
 	const int n = comm_size(g);
 	struct ep_batch *b = NULL;
+	struct kern *kc = NULL;
+	if (kern_create(&kc, &kern_cpu_ops, 0, err)) { CHECK(0, "%s", err); return; }
 	if (n > 1) {
-		CHECK(ep_batch_create(&b, g, 4, n + 1, 2, C, FE, err) == -1 && strstr(err, "multiple of the EP size"),
+		CHECK(ep_batch_create(&b, g, kc, 4, n + 1, 2, C, FE, err) == -1 && strstr(err, "multiple of the EP size"),
 		      "E not a multiple of ep: '%s'", err);
 	}
-	CHECK(ep_batch_create(&b, g, 4, 4 * n, 4 * n + 1, C, FE, err) == -1 && strstr(err, "top-k"), "k > E: '%s'", err);
-	CHECK(ep_batch_create(&b, g, 4, 4 * n, 2, 0, FE, err) == -1 && strstr(err, "widths"), "C = 0: '%s'", err);
-	if (ep_batch_create(&b, g, 2, 4 * n, 2, C, FE, err)) { CHECK(0, "%s", err); return; }
+	CHECK(ep_batch_create(&b, g, kc, 4, 4 * n, 4 * n + 1, C, FE, err) == -1 && strstr(err, "top-k"), "k > E: '%s'", err);
+	CHECK(ep_batch_create(&b, g, kc, 4, 4 * n, 2, 0, FE, err) == -1 && strstr(err, "widths"), "C = 0: '%s'", err);
+	if (ep_batch_create(&b, g, kc, 2, 4 * n, 2, C, FE, err)) { CHECK(0, "%s", err); kern_destroy(kc); return; }
 	float x[2 * C] = {0}, tw[4] = {0}, dw[1] = {0};
 	int idx[4] = {0, 1, 4 * n, 0};
 	CHECK(ep_backward_input(b, x, tw, x, tw, dw, err) == -1 && strstr(err, "before a forward"), "B first: '%s'", err);
 	CHECK(ep_backward_weight(b, dw, err) == -1 && strstr(err, "before the input-gradient"), "W first: '%s'", err);
 	CHECK(ep_forward(b, x, x, idx, tw, dw, err) == -1 && strstr(err, "topk_idx[2]"), "bad expert index: '%s'", err);
 	ep_batch_destroy(b);
+	kern_destroy(kc);
 }
 
 int main(void)
