@@ -5,9 +5,13 @@
  * the activation slabs, counted from the model's own tables), the activation layout of a
  * 2-byte (bf16) row recomputed from the table's specs, and the parallel runtime's entries
  * (kernels/cpu_shard.h): the vocabulary-parallel loss over two shards against
- * crossentropy_forward/backward over the whole vocabulary, the strided row copy and the fill. */
+ * crossentropy_forward/backward over the whole vocabulary, the strided row copy and the fill;
+ * and the same entries at a larger shape on poisoned outputs against the reference kernels on
+ * the row's own (rounded) inputs, on the CPU row and, where a CUDA row is linked in and a GPU
+ * is visible, on each CUDA row (else the test says the GPU part was skipped). */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/backend.h"
@@ -242,6 +246,144 @@ static void test_rows_and_fill(void)
 	CHECK(ok, "act_copy_rows: dst[r*4 + c] = src[r*7 + 2 + c] for c < 3, the rest untouched");
 }
 
+/* ---- the parallel runtime's entries on the CUDA rows (a GPU only) ------------------------ */
+
+/* n activation elements of k's row from fp32 host values (rounded by the row's cast) */
+static void act_up(struct kern *k, float *dev, const float *host, size_t n)
+{
+	if (k->ops->act_bytes == sizeof(float)) { kern_to_dev(k, dev, host, sizeof(float) * n); return; }
+	float *stage = kern_alloc(k, sizeof(float) * n);
+	kern_to_dev(k, stage, host, sizeof(float) * n);
+	k->ops->cast_weights(k->state, dev, stage, n);
+	kern_free(k, stage);
+}
+
+/* n activation elements of k's row widened to fp32 on the host (bf16 is fp32's top half) */
+static void act_down(struct kern *k, float *host, const float *dev, size_t n)
+{
+	if (k->ops->act_bytes == sizeof(float)) { kern_to_host(k, host, dev, sizeof(float) * n); return; }
+	uint16_t *h = malloc(sizeof(uint16_t) * n);
+	kern_to_host(k, h, dev, sizeof(uint16_t) * n);
+	for (size_t i = 0; i < n; i++) {
+		const uint32_t bits = (uint32_t)h[i] << 16;
+		memcpy(host + i, &bits, sizeof bits);
+	}
+	free(h);
+}
+
+static void poison(struct kern *k, void *dev, size_t bytes)
+{
+	unsigned char *h = malloc(bytes);
+	memset(h, 0xff, bytes);   /* NaN in fp32 and bf16 */
+	kern_to_dev(k, dev, h, bytes);
+	free(h);
+}
+
+/* The loss over two vocabulary shards on the row (maxima gathered and sums added on the host,
+ * as the collectives would) against crossentropy_forward/backward over the row's rounded
+ * logits; the row copy and the fill exactly. */
+static void test_shards_on(const struct kern_ops *row)
+{
+	enum { N = 33, V = 1000, TP = 2, VL = V / TP };
+	char err[256] = "";
+	struct kern *k = NULL;
+	if (kern_create(&k, row, 0, err)) { CHECK(0, "%s: kern_create: %s", row->name, err); return; }
+	const int ab = (int)row->act_bytes;
+	float *z = malloc(sizeof(float) * N * V), *zr = malloc(sizeof(float) * N * V), *sh = malloc(sizeof(float) * N * VL);
+	float *dref = malloc(sizeof(float) * N * V), *dgot = malloc(sizeof(float) * N * VL);
+	int tgt[N];
+	fill(z, (size_t)N * V, 21);
+	for (int i = 0; i < N; i++) {
+		z[(size_t)i * V + (size_t)(i * 37) % V] += 4.0f;
+		tgt[i] = i == 5 ? -1 : (i * 131) % V;
+	}
+	float *dz[TP], *dmx = kern_alloc(k, sizeof(float) * TP * N), *dmxq = kern_alloc(k, sizeof(float) * TP * N);
+	float *dsum = kern_alloc(k, sizeof(float) * 2 * N), *dloss = kern_alloc(k, sizeof(float) * N);
+	float *dlse = kern_alloc(k, sizeof(float) * N);
+	int *dt = kern_alloc(k, sizeof(int) * N);
+	kern_to_dev(k, dt, tgt, sizeof tgt);
+	for (int q = 0; q < TP; q++) {
+		dz[q] = kern_alloc(k, kern_act_size(k, (size_t)N * VL));
+		for (int i = 0; i < N; i++) memcpy(sh + (size_t)i * VL, z + (size_t)i * V + q * VL, sizeof(float) * VL);
+		act_up(k, dz[q], sh, (size_t)N * VL);
+		act_down(k, sh, dz[q], (size_t)N * VL);   /* the row's rounded logits: the reference's input */
+		for (int i = 0; i < N; i++) memcpy(zr + (size_t)i * V + q * VL, sh + (size_t)i * VL, sizeof(float) * VL);
+	}
+	poison(k, dmx, sizeof(float) * TP * N);
+	for (int q = 0; q < TP; q++) row->ce_shard_max(k->state, dmx + q * N, dz[q], N, VL);
+	float tot[2 * N] = {0}, part[2 * N], loss[N], lse[N], rl[N], rlse[N];
+	for (int q = 0; q < TP; q++) {
+		kern_copy_dev(k, dmxq, dmx, sizeof(float) * TP * N);
+		poison(k, dsum, sizeof(float) * 2 * N);
+		row->ce_shard_sums(k->state, dsum, dmxq, dz[q], dt, N, VL, q * VL, TP);
+		kern_to_host(k, part, dsum, sizeof part);
+		for (int i = 0; i < 2 * N; i++) tot[i] += part[i];
+	}
+	kern_to_dev(k, dsum, tot, sizeof tot);
+	poison(k, dloss, sizeof(float) * N);
+	poison(k, dlse, sizeof(float) * N);
+	row->ce_shard_loss(k->state, dloss, dlse, dmxq, dsum, dt, N);
+	kern_to_host(k, loss, dloss, sizeof loss);
+	kern_to_host(k, lse, dlse, sizeof lse);
+	crossentropy_forward(rl, rlse, zr, tgt, N, V);
+	CHECK(rel_err(loss, rl, N) <= 1e-5 && rel_err(lse, rlse, N) <= 1e-5,
+	      "%s: ce_shard_* over %d shards is crossentropy_forward's on the row's logits (loss %.3g, lse %.3g)",
+	      row->name, TP, rel_err(loss, rl, N), rel_err(lse, rlse, N));
+	crossentropy_backward(dref, zr, rlse, tgt, 0.5f, N, V);
+	double e = 0.0, mx = 0.0;
+	for (int q = 0; q < TP; q++) {
+		row->ce_shard_backward(k->state, dz[q], dz[q], dlse, dt, 0.5f, N, VL, q * VL);   /* in place */
+		act_down(k, dgot, dz[q], (size_t)N * VL);
+		for (int i = 0; i < N; i++)
+			for (int v = 0; v < VL; v++) {
+				const double w = dref[(size_t)i * V + q * VL + v];
+				e = fmax(e, fabs(dgot[(size_t)i * VL + v] - w));
+				mx = fmax(mx, fabs(w));
+			}
+	}
+	/* fp32: the reference's own rounding; bf16: one rounding of the output, u = 2^-8 */
+	const double bound = ab == 2 ? mx / 256.0 + 1e-6 : 1e-6;
+	CHECK(e <= bound, "%s: ce_shard_backward in place is crossentropy_backward's (max error %.3g, bound %.3g)",
+	      row->name, e, bound);
+	/* rows 2.. of a (N, VL) block, columns 3..3+50, into a (N, 64) block */
+	float *dc = kern_alloc(k, kern_act_size(k, (size_t)N * 64)), *got = malloc(sizeof(float) * N * 64);
+	float *src = malloc(sizeof(float) * N * VL);
+	act_down(k, src, dz[0], (size_t)N * VL);
+	poison(k, dc, kern_act_size(k, (size_t)N * 64));
+	row->act_copy_rows(k->state, dc, 64, kern_act_at(k, dz[0], 3), VL, N, 50);
+	act_down(k, got, dc, (size_t)N * 64);
+	int same = 1;
+	for (int i = 0; i < N; i++)
+		for (int c = 0; c < 50; c++) same &= !memcmp(got + i * 64 + c, src + (size_t)i * VL + 3 + c, sizeof(float));
+	CHECK(same, "%s: act_copy_rows copies each row's 50 elements exactly", row->name);
+	row->fill(k->state, dloss, N, -INFINITY);
+	kern_to_host(k, loss, dloss, sizeof loss);
+	int filled = 1;
+	for (int i = 0; i < N; i++) filled &= isinf(loss[i]) && loss[i] < 0;
+	CHECK(filled, "%s: fill writes -inf everywhere", row->name);
+	CHECK(row->sync(k->state, err) == 0, "%s: sync after the shard entries: %s", row->name, err);
+	for (int q = 0; q < TP; q++) kern_free(k, dz[q]);
+	kern_free(k, dmx); kern_free(k, dmxq); kern_free(k, dsum); kern_free(k, dloss); kern_free(k, dlse);
+	kern_free(k, dt); kern_free(k, dc);
+	kern_destroy(k);
+	free(z); free(zr); free(sh); free(dref); free(dgot); free(got); free(src);
+}
+
+static void test_shards_on_rows(void)
+{
+	test_shards_on(&kern_cpu_ops);   /* the check itself, on the reference row */
+	const char *names[] = {"cuda-fp32", "cuda"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		const struct kern_ops *row = kern_row(names[i]);
+		if (!row || !row->device_count || row->device_count() < 1) {
+			printf("backend: GPU checks of %s's shard entries skipped (%s)\n", names[i],
+			       row ? "no GPU visible" : "no CUDA row in this build");
+			continue;
+		}
+		test_shards_on(row);
+	}
+}
+
 /* Every flat buffer of the model and every activation slab is the backend's: its bytes in use
  * are 4 buffers x n_params floats, then the slabs of the activation table on top, then 0. */
 static void test_runtime_allocations(void)
@@ -390,5 +532,6 @@ int main(void)
 	test_act_layout();
 	test_ce_shards();
 	test_rows_and_fill();
+	test_shards_on_rows();
 	return test_summary("backend");
 }
