@@ -217,7 +217,6 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	return 0;
 }
 
-/* DP / ZeRO communication of one pipeline rank: total and exposed, per step */
 /* torch DDP's bucket_cap_mb default (torch.nn.parallel.DistributedDataParallel docs) */
 #define DDP_BUCKET_BYTES (25.0 * 1048576)
 
@@ -238,6 +237,7 @@ static double dp_host_ops(const struct ectx *c, const struct rank_work *w)
 	return n * buckets + tensors + 2 * n + n * tensors;
 }
 
+/* DP / ZeRO communication of one pipeline rank: total and exposed, per step */
 static void dp_time(const struct ectx *c, const struct rank_work *w, double *total, double *exposed)
 {
 	const struct plan *p = c->p;
@@ -264,18 +264,14 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	 * overlap_param_gather; without them the collective runs between the compute */
 	double red_exp = p->overlap_grad_reduce ? fmax(tail, t_red - 0.9 * bwd_mb) : t_red;
 	double ag_exp = p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag;
-	if (p->dp_host_copies && p->zero <= 1) {
-		/* eager copies the host launches one by one, in the step's critical path (the hooks
-		 * run in backward's autograd thread, the gather after the optimizer step) */
-		double hc = dp_host_ops(c, w) * h->host_op_s;
-		*total += hc;
-		*exposed += hc;
-	}
+	/* eager copies the host launches one by one, in the step's critical path (the hooks run
+	 * in backward's autograd thread, the gather after the optimizer step) */
+	double hc = p->dp_host_copies && p->zero <= 1 ? dp_host_ops(c, w) * h->host_op_s : 0;
 	if (p->zero <= 1 || (p->zero == 2 && !p->reduce_per_mb)) {
 		/* once per step: ZeRO-0/1, and ZeRO-2 whose gradients accumulate in a full buffer
 		 * (Megatron's distributed optimizer) */
-		*total += t_red + t_ag;
-		*exposed += red_exp + ag_exp;
+		*total = t_red + t_ag + hc;
+		*exposed = red_exp + ag_exp + hc;
 	} else if (p->zero == 2) {
 		/* gradients reduce-scattered every micro-batch [ZERO §5.2], params gathered once */
 		*total = c->mb * t_red + t_ag;
