@@ -221,18 +221,18 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 #define DDP_BUCKET_BYTES (25.0 * 1048576)
 
 /* Host ops of a ZeRO-0/1 sync done tensor by tensor (plan.h dp_host_copies), per step, over
- * n = dp x cp ranks: DDP buckets of 16-bit gradients (B of them), T parameter tensors (each
- * block's fused QKV, O, fused gate|up, down and two norms; the embedding, final norm and
- * head). ZeRO-0's all_reduce_coalesced copies each tensor back out of its bucket's flat
- * buffer: B + T. ZeRO-1: reduce_scatter_coalesced flattens each rank's slice of a bucket into
- * its own buffer (n per bucket) and copies the T shards back; all_gather_coalesced flattens
- * the n output buffers, the list-form all_gather copies its result into them (n), and every
- * parameter's slice is copied out of every rank's buffer (n x T): n·B + T + 2n + n·T. */
+ * n = dp x cp ranks: DDP buckets of gradients in the parameters' dtype (B of them), T parameter
+ * tensors (each block's fused QKV, O, fused gate|up, down and two norms; the embedding, final
+ * norm and head). ZeRO-0's all_reduce_coalesced copies each tensor back out of its bucket's
+ * flat buffer: B + T. ZeRO-1: reduce_scatter_coalesced flattens each rank's slice of a bucket
+ * into its own buffer (n per bucket) and copies the T shards back; all_gather_coalesced
+ * flattens the n output buffers, the list-form all_gather copies its result into them (n), and
+ * every parameter's slice is copied out of every rank's buffer (n x T): n·B + T + 2n + n·T. */
 static double dp_host_ops(const struct ectx *c, const struct rank_work *w)
 {
 	double n = c->dpcp;
 	double tensors = w->layers * (6.0 + (c->m->qkv_bias ? 1 : 0)) + w->has_embed + 2.0 * w->has_head;
-	double buckets = ceil(w->params * 2.0 / DDP_BUCKET_BYTES);
+	double buckets = ceil(w->params * c->act_bytes / DDP_BUCKET_BYTES);
 	if (c->p->zero == 0) return buckets + tensors;
 	return n * buckets + tensors + 2 * n + n * tensors;
 }
