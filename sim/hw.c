@@ -28,6 +28,7 @@ static const struct hw_field fields[] = {
 	{"gemm_eff_fp8", HOFF(gemm_eff_fp8), 1, 0.01, 1, 1},
 	{"gemm_half_dim", HOFF(gemm_half_dim), 1, 0, 1e6, 0},
 	{"attn_eff", HOFF(attn_eff), 1, 0.01, 1, 0},
+	{"attn_eff_cudnn", HOFF(attn_eff_cudnn), 1, 0.01, 1, 1},
 	{"mem_eff", HOFF(mem_eff), 1, 0.01, 1, 0},
 	{"comm_eff", HOFF(comm_eff), 1, 0.01, 1, 0},
 	{"workspace_mib", HOFF(workspace_bytes), 1048576.0, 0, 1e6, 0},

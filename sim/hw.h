@@ -51,6 +51,7 @@ struct hw {
 	double gemm_eff_fp8;      /* the same for FP8 GEMMs against the FP8 peak (default gemm_eff) */
 	double gemm_half_dim;     /* GEMM size (elements of the smallest dim) at which efficiency halves */
 	double attn_eff;          /* fraction of peak flash attention reaches */
+	double attn_eff_cudnn;    /* the same for cuDNN's fused attention (0: not measured here) */
 	double mem_eff;           /* fraction of HBM bandwidth element-wise kernels reach */
 	double comm_eff;          /* busbw derating when collectives share SMs with compute */
 	double workspace_bytes;   /* GEMM library workspaces, allocated through the pool */

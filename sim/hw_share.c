@@ -39,6 +39,7 @@ int hw_share_adjust(const struct model *m, const struct hw *h, const struct plan
 		F = next;
 		s.gemm_eff = h->gemm_eff / F;
 		s.attn_eff = h->attn_eff / F;
+		s.attn_eff_cudnn = h->attn_eff_cudnn / F;
 		s.mem_eff = h->mem_eff / F;
 		if (estimate_plan(m, &s, p, e, err)) return -1;
 	}

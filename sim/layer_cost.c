@@ -124,7 +124,9 @@ static void attention_time(const struct ectx *c, const struct dims *d, struct co
 	const struct hw *h = c->h;
 	double ctx = p->seq / 2.0;
 	double attn_flops = 2.0 * m->heads / d->t * d->T * ctx * (m->head_dim + (m->kv_lora_rank ? m->v_head_dim : m->head_dim));
-	double peak_attn = h->peak_bf16_flops * h->attn_eff;
+	/* the kernel the framework runs: FlashAttention-2, or cuDNN's fused attention */
+	double eff = p->attn_cudnn && h->attn_eff_cudnn > 0 ? h->attn_eff_cudnn : h->attn_eff;
+	double peak_attn = h->peak_bf16_flops * eff;
 	if (p->cp > 1) {
 		/* ring attention runs the flash kernel once per ring step on a K/V block of
 		 * s/(2·cp) tokens (zig-zag halves) instead of once over the whole sequence; flash
@@ -142,7 +144,7 @@ static void attention_time(const struct ectx *c, const struct dims *d, struct co
 	 * at head dim 64 on an RTX A5000 (flash-attention benchmark_flash_attention.py run) */
 	double a_b = 2.5 / 0.75 * a_f;
 	if (h->tables.attn_fwd.n) { /* measured throughput by sequence length, moved by attn_eff */
-		double x = (double)p->seq / p->cp, r = hwt_ratio(h->attn_eff, h->tables.ref_attn_eff);
+		double x = (double)p->seq / p->cp, r = hwt_ratio(eff, h->tables.ref_attn_eff);
 		a_f = attn_flops / (hwt_curve_at(&h->tables.attn_fwd, x) * r);
 		a_b = 2.5 * attn_flops / (hwt_curve_at(&h->tables.attn_bwd, x) * r);
 	}

@@ -59,6 +59,7 @@ static const struct plan_key plan_keys[] = {
 	{"overlap_p2p", K_BOOL, OFF(overlap_p2p), 0, 1, "interleaved schedules: pipeline sends/receives overlapped with compute", NULL},
 	{"tp_regather", K_BOOL, OFF(tp_regather), 0, 1, "SP: column-parallel inputs kept sharded and all-gathered again in backward (Megatron, nanotron); 0: the gathered input is kept (torchtitan)", NULL},
 	{"dp_host_copies", K_BOOL, OFF(dp_host_copies), 0, 1, "ZeRO-0/1 gradient and parameter syncs through list-form torch.distributed calls that copy every tensor's slice per rank on the host (nanotron's *_coalesced helpers)", NULL},
+	{"attn_cudnn", K_BOOL, OFF(attn_cudnn), 0, 1, "attention through cuDNN's fused kernel (Transformer Engine prefers it on Hopper), at the hardware profile's attn_eff_cudnn where it has one; 0: FlashAttention-2", NULL},
 	{"glu_eager", K_BOOL, OFF(glu_eager), 0, 1, "gated MLP as separate PyTorch ops (activation, then product): autograd also keeps act(gate), one more intermediate-width tensor per layer (nanotron, torchtitan); 0: one fused kernel (Megatron bias_swiglu_impl)", NULL},
 	{"overlap_tp_bwd", K_BOOL, OFF(overlap_tp_bwd), 0, 1, "TP backward collectives overlapped with the other backward GEMM (Megatron default)", NULL},
 	{"reduce_per_mb", K_BOOL, OFF(reduce_per_mb), 0, 1, "ZeRO-2: reduce-scatter every micro-batch (DeepSpeed, FSDP); 0: once per step", NULL},

@@ -74,6 +74,8 @@ struct plan {
 	                              * one buffer per DP rank per bucket and all_gather_coalesced
 	                              * copies every parameter's slice from every rank (nanotron
 	                              * distributed.py); 0: one flat buffer per bucket (Megatron) */
+	int attn_cudnn;              /* attention through cuDNN's fused kernel where the hardware profile
+	                              * has its efficiency (Transformer Engine's choice on Hopper) */
 	int glu_eager;               /* a gated MLP (SwiGLU) run as separate PyTorch ops: the
 	                              * activation saves its input gate, the product saves act(gate)
 	                              * and up, so act(gate) is kept too (nanotron GLUActivation,

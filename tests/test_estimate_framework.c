@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), host-side copies of ZeRO-0/1 syncs (dp_host_copies) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), cuDNN's fused attention (attn_cudnn), host-side copies of ZeRO-0/1 syncs (dp_host_copies) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -123,6 +123,30 @@ static void test_glu_eager(const struct model *m8, const struct hw *h)
 	CHECK_REL(e1.step_time_s, e0.step_time_s, 1e-12, "keeping a tensor costs no time");
 }
 
+/* Attention through cuDNN's fused kernel runs the same FLOPs at the profile's attn_eff_cudnn
+ * instead of FlashAttention-2's attn_eff. 8B (32 layers, 32 heads of 128), one GPU, one
+ * micro-batch of 4096 causal tokens: each layer's attention forward is 2 x 32 x 4096 x 2048 x
+ * (128 + 128) FLOPs, its backward 2.5 times that at 0.75 of the forward's rate, so the step
+ * shortens by 32 x fwd x (1 + 2.5 / 0.75) x (1/attn_eff - 1/attn_eff_cudnn) / peak. A profile
+ * without a cuDNN figure (A100) keeps FlashAttention-2's. */
+static void test_attn_cudnn(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1, a0, a1;
+	if (run(m8, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "attn_cudnn", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "attn_cudnn", "1"), &p, &e1)) return;
+	double fwd = 2.0 * 32 * 4096 * 2048 * 256;
+	double want = 32 * fwd * (1 + 2.5 / 0.75) * (1 / h->attn_eff - 1 / h->attn_eff_cudnn) / h->peak_bf16_flops;
+	CHECK(h->attn_eff_cudnn > h->attn_eff, "h100-sxm has a cuDNN attention figure above FlashAttention-2's");
+	CHECK_REL(e0.step_time_s - e1.step_time_s, want, 1e-9, "cuDNN attention: the same FLOPs at attn_eff_cudnn");
+	struct hw a;
+	char err[ERR_LEN] = "";
+	if (hw_load("a100-sxm-80g", &a, err)) { CHECK(0, "a100-sxm-80g: %s", err); return; }
+	if (run(m8, &a, KV("gpus", "1", "seq", "4096", "gbs", "1", "attn_cudnn", "0"), &p, &a0)) return;
+	if (run(m8, &a, KV("gpus", "1", "seq", "4096", "gbs", "1", "attn_cudnn", "1"), &p, &a1)) return;
+	CHECK(a0.step_time_s == a1.step_time_s, "no attn_eff_cudnn in the profile: FlashAttention-2's rate");
+}
+
 /* ZeRO-3 by FSDP units holds the current and the prefetched block's parameters gathered
  * (2 x 2 B x a block); DeepSpeed fetches module by module and releases beyond its live
  * limit, but the largest module must be whole to compute with: GPT-3 175B's FC1 and FC2 are
@@ -159,6 +183,7 @@ int main(void)
 	test_bf16_states(&m8, &h);
 	test_tp_regather(&m8, &h);
 	test_glu_eager(&m8, &h);
+	test_attn_cudnn(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
 	return test_summary("test_estimate_framework");

@@ -143,6 +143,9 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 	/* Megatron's MLP without the fused kernel runs the swiglu as torch ops (glu in
 	 * transformer/mlp.py), keeping act(gate) as the estimate's glu_eager does */
 	if (m->mlp == MLP_SWIGLU && p->glu_eager) flag0(o, "--no-bias-swiglu-fusion");
+	/* the attention kernel the estimate priced: cuDNN's fused attention, or flash-attn (TE's
+	 * AttnBackend choices; auto picks cuDNN on Hopper) */
+	fprintf(o->f, "--attention-backend %s \\\n", !p->flash_attn ? "unfused" : p->attn_cudnn ? "fused" : "flash");
 	if (export_grad_applies(p) && p->zero <= 1 && p->dp_host_copies)
 		export_noeq(o, "gradient syncs copied tensor by tensor on the host; Megatron-LM reduces its contiguous buffers");
 	if (p->sp && p->tp > 1 && !p->tp_regather)
