@@ -123,7 +123,7 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		w->W += g;
 		w->flops_model += 6 * T * H * V / t;
 		w->flops_hw += 6 * T * H * V / t;
-		w->act_extra += 6.0 * T * V / t; /* bf16 logits + fp32 copy for the loss, one micro-batch */
+		w->act_extra += (double)p->loss_bytes * T * V / t; /* the loss's logits, one micro-batch */
 		w->F += c->tp_head_f; w->B += c->tp_head_b; w->tp_s += c->tp_head_f + c->tp_head_b;
 	}
 	/* a framework that accumulates outside the weight-gradient GEMM reads each parameter's
@@ -192,6 +192,29 @@ static void tp_outside_blocks(struct ectx *c)
 	}
 }
 
+/* what the caching allocator may grow to: HBM less what it cannot use */
+static void pool_capacity(struct ectx *c)
+{
+	const struct model *m = c->m;
+	const struct hw *h = c->h;
+	const struct plan *p = c->p;
+	/* device memory the caching allocator cannot use, so max_memory_reserved never shows it:
+	 * the CUDA context, and NCCL's channel buffers, allocated per communicator on its first
+	 * collective, linear in the channel count and flat beyond two nodes [NVIDIA/nccl#986].
+	 * A rank uses the world communicator (loss, logging) and one per parallel group larger
+	 * than one. */
+	/* ... and the model-parallel (tp x pp) group over which the gradient norm is all-reduced,
+	 * a communicator of its own even when it has the ranks of another (Megatron
+	 * parallel_state's model-parallel group, clip_grad_norm_fp32; nanotron's mp_pg) */
+	c->nccl_comms = 1 + (p->tp > 1) + (p->pp > 1) + (p->cp > 1) + (p->dp > 1) + (p->ep > 1) + (p->ep > 1 && c->edp > 1) +
+			(model_is_moe(m) && c->etp > 1 && c->etp != p->tp) +
+			((long)p->tp * p->pp > 1);
+	/* each communicator: nccl_channels channels of nccl_conns connections, each holding the
+	 * buffers of every protocol (hw profile "nccl" source) */
+	double nonpool = h->context_bytes + c->nccl_comms * (double)h->nccl_channels * h->nccl_conns * h->nccl_conn_bytes;
+	c->pool_capacity = h->hbm_bytes - nonpool;
+}
+
 static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, const struct plan *p, char *err)
 {
 	struct layout l;
@@ -214,6 +237,7 @@ static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, 
 	c->etp = p->etp > 0 ? p->etp : p->tp;
 	c->edp = p->tp * c->dpcp / (p->ep * c->etp);
 	tp_outside_blocks(c);
+	pool_capacity(c);
 	return 0;
 }
 
@@ -341,6 +365,18 @@ static int param_churn(const struct plan *p)
 	return (p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32) || p->zero >= 2;
 }
 
+/* When the pool would outgrow the device, the allocator releases its cache and retries
+ * (release_cached_blocks in c10/cuda/CUDACachingAllocator.cpp). Native segments go back only
+ * when nothing in them is in use, so the fragmentation of split segments stays and the plan
+ * runs out of memory. With expandable segments release_blocks unmaps the pages of every free
+ * block, so the pool shrinks to what is live and the plan runs as long as its live tensors fit:
+ * the pool then peaks at the device's capacity. */
+double estimate_pool_peak(const struct plan *p, double live, double pool, double capacity)
+{
+	if (p->allocator == ALLOC_EXPANDABLE && live <= capacity && pool > capacity) return capacity;
+	return pool;
+}
+
 double estimate_frag_factor(const struct hw *h, const struct plan *p)
 {
 	if (!param_churn(p)) return 1;
@@ -413,7 +449,9 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	 * fragmentation allowance on what is allocated and freed every step */
 	k->live_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + dyn + h->workspace_bytes;
 	k->overhead_bytes = h->workspace_bytes + (estimate_frag_factor(h, p) - 1) * dyn;
-	k->peak_bytes = k->live_bytes - h->workspace_bytes + k->overhead_bytes;
+	k->peak_bytes = estimate_pool_peak(p, k->live_bytes, k->live_bytes - h->workspace_bytes + k->overhead_bytes,
+					   c->pool_capacity);
+	k->overhead_bytes = k->peak_bytes - k->live_bytes + h->workspace_bytes;
 }
 
 /* span of one step's pipeline (bubble and exposed P2P included) over the sampled ranks */
@@ -534,21 +572,9 @@ static void step_totals(const struct ectx *c, const struct rank_work *w, int np,
 	/* MFU against the dense bf16 peak, as Megatron and the Playbook report it [KOR §6.3] */
 	e->mfu = e->model_flops_per_step / (step * p->gpus * h->peak_bf16_flops);
 	e->hfu = e->hw_flops_per_step / (step * p->gpus * h->peak_bf16_flops);
-	/* device memory the caching allocator cannot use, so max_memory_reserved never shows it:
-	 * the CUDA context, and NCCL's channel buffers, allocated per communicator on its first
-	 * collective, linear in the channel count and flat beyond two nodes [NVIDIA/nccl#986].
-	 * A rank uses the world communicator (loss, logging) and one per parallel group larger
-	 * than one. */
-	/* ... and the model-parallel (tp x pp) group over which the gradient norm is all-reduced,
-	 * a communicator of its own even when it has the ranks of another (Megatron
-	 * parallel_state's model-parallel group, clip_grad_norm_fp32; nanotron's mp_pg) */
-	e->nccl_comms = 1 + (p->tp > 1) + (p->pp > 1) + (p->cp > 1) + (p->dp > 1) + (p->ep > 1) + (p->ep > 1 && c->edp > 1) +
-			(model_is_moe(m) && c->etp > 1 && c->etp != p->tp) +
-			((long)p->tp * p->pp > 1);
-	/* each communicator: nccl_channels channels of nccl_conns connections, each holding the
-	 * buffers of every protocol (hw profile "nccl" source) */
-	e->nonpool_bytes = h->context_bytes + e->nccl_comms * (double)h->nccl_channels * h->nccl_conns * h->nccl_conn_bytes;
-	e->capacity_bytes = h->hbm_bytes - e->nonpool_bytes;
+	e->nccl_comms = c->nccl_comms;
+	e->nonpool_bytes = h->hbm_bytes - c->pool_capacity;
+	e->capacity_bytes = c->pool_capacity;
 	e->fits = e->peak_mem_bytes <= e->capacity_bytes;
 }
 

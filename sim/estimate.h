@@ -70,6 +70,10 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 int estimate_prepared(const struct model *m, const struct hw *h, struct plan *p, struct estimate *e,
 		      char *err);
 
+/* The pool a rank's allocator holds at its peak: `pool` unconstrained, or the device's capacity
+ * where expandable segments give back their free pages so that `live` still fits. */
+double estimate_pool_peak(const struct plan *p, double live, double pool, double capacity);
+
 /* The caching allocator's reserved/live ratio on dynamic memory for the plan's allocator mode. */
 double estimate_frag_factor(const struct hw *h, const struct plan *p);
 

@@ -30,6 +30,8 @@ struct ectx {
 	double act_bytes;           /* bytes per activation element: 2 (bf16/fp8 runs) or 4 (fp32) */
 	double tp_embed_f, tp_embed_b; /* TP collectives of the embedding, per micro-batch (estimate.c) */
 	double tp_head_f, tp_head_b;   /* of the LM head and its vocab-parallel loss */
+	double pool_capacity;       /* HBM less the memory outside the caching allocator */
+	int nccl_comms;             /* NCCL communicators one rank uses */
 };
 
 /* Cost of one decoder block for one micro-batch on one rank. Times in seconds. */

@@ -59,6 +59,7 @@ static const struct plan_key plan_keys[] = {
 	{"overlap_p2p", K_BOOL, OFF(overlap_p2p), 0, 1, "interleaved schedules: pipeline sends/receives overlapped with compute", NULL},
 	{"tp_regather", K_BOOL, OFF(tp_regather), 0, 1, "SP: column-parallel inputs kept sharded and all-gathered again in backward (Megatron, nanotron); 0: the gathered input is kept (torchtitan)", NULL},
 	{"dp_host_copies", K_BOOL, OFF(dp_host_copies), 0, 1, "ZeRO-0/1 gradient and parameter syncs through list-form torch.distributed calls that copy every tensor's slice per rank on the host (nanotron's *_coalesced helpers)", NULL},
+	{"loss_bytes", K_INT, OFF(loss_bytes), 1, 64, "bytes per logit the loss holds at its peak (6: fused vocab-parallel cross-entropy, bf16 logits and an in-place fp32 softmax, Megatron; 12: eager F.cross_entropy on fp32-upcast logits, torchtitan without compile)", NULL},
 	{"attn_cudnn", K_BOOL, OFF(attn_cudnn), 0, 1, "attention through cuDNN's fused kernel (Transformer Engine prefers it on Hopper), at the hardware profile's attn_eff_cudnn where it has one; 0: FlashAttention-2", NULL},
 	{"glu_eager", K_BOOL, OFF(glu_eager), 0, 1, "gated MLP as separate PyTorch ops (activation, then product): autograd also keeps act(gate), one more intermediate-width tensor per layer (nanotron, torchtitan); 0: one fused kernel (Megatron bias_swiglu_impl)", NULL},
 	{"overlap_tp_bwd", K_BOOL, OFF(overlap_tp_bwd), 0, 1, "TP backward collectives overlapped with the other backward GEMM (Megatron default)", NULL},
@@ -107,6 +108,7 @@ void plan_defaults(struct plan *p)
 	p->tp_regather = 1; /* SP as Megatron defines it [KOR §4.2.2] */
 	p->flash_attn = 1;
 	p->reduce_per_mb = 1;
+	p->loss_bytes = 6;
 }
 
 static const struct plan_key *find_key(const char *key)

@@ -74,6 +74,9 @@ struct plan {
 	                              * one buffer per DP rank per bucket and all_gather_coalesced
 	                              * copies every parameter's slice from every rank (nanotron
 	                              * distributed.py); 0: one flat buffer per bucket (Megatron) */
+	int loss_bytes;              /* bytes per logit the loss holds at its peak, one micro-batch: 6
+	                              * for a fused vocab-parallel cross-entropy (bf16 logits + its fp32
+	                              * softmax, Megatron), 12 for an eager fp32 F.cross_entropy */
 	int attn_cudnn;              /* attention through cuDNN's fused kernel where the hardware profile
 	                              * has its efficiency (Transformer Engine's choice on Hopper) */
 	int glu_eager;               /* a gated MLP (SwiGLU) run as separate PyTorch ops: the

@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), cuDNN's fused attention (attn_cudnn), host-side copies of ZeRO-0/1 syncs (dp_host_copies) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), cuDNN's fused attention (attn_cudnn), the loss's bytes per logit (loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -147,6 +147,49 @@ static void test_attn_cudnn(const struct model *m8, const struct hw *h)
 	CHECK(a0.step_time_s == a1.step_time_s, "no attn_eff_cudnn in the profile: FlashAttention-2's rate");
 }
 
+/* The loss holds loss_bytes per logit of one micro-batch at its peak: 8B at tp 8, 4096 tokens,
+ * the vocabulary 128256 padded to a multiple of 128 x tp = 129024 (Megatron's
+ * make-vocab-size-divisible-by): 12 B instead of 6 B adds 6 x 4096 x 129024 / 8 bytes. */
+static void test_loss_bytes(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8"), &p, &e0)) return;
+	CHECK(p.loss_bytes == 6, "the default loss keeps 6 B a logit (bf16 logits and an fp32 softmax)");
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "loss_bytes", "12"), &p, &e1)) return;
+	double V = 129024;
+	CHECK_REL(e1.kind[e1.nkinds - 1].logits_bytes - e0.kind[e0.nkinds - 1].logits_bytes, 6 * 4096 * V / 8, 1e-12,
+		  "12 B a logit: 6 B more per token and vocabulary entry of the rank's shard");
+}
+
+/* Under pressure the caching allocator releases its cache and retries. Native segments go back
+ * only when nothing in them is live; with expandable segments the pages of every free block are
+ * unmapped (release_blocks, c10/cuda/CUDACachingAllocator.cpp), so a plan runs while its live
+ * tensors fit and its pool then peaks at the device. 8B, ZeRO-3 on 8 GPUs (parameter-shaped
+ * churn), 2 x 4608 tokens: the unconstrained pool is over the capacity, the live tensors under. */
+static void test_expandable_release(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate n, x, big;
+	if (run(m8, h, KV("gpus", "8", "zero", "3", "seq", "4608", "mbs", "2", "gbs", "16", "allocator", "native"), &p, &n)) return;
+	if (run(m8, h, KV("gpus", "8", "zero", "3", "seq", "4608", "mbs", "2", "gbs", "16", "allocator", "expandable"), &p, &x)) return;
+	const struct rank_est *k = &x.kind[0];
+	double dyn = k->act_bytes + k->logits_bytes + k->buffers_bytes;
+	double pool = k->live_bytes + (h->frag_expandable - 1) * dyn;
+	CHECK(pool > x.capacity_bytes && x.live_peak_bytes < x.capacity_bytes,
+	      "the case: unconstrained pool %.1f GiB over, live %.1f GiB under %.1f GiB", pool / GIB,
+	      x.live_peak_bytes / GIB, x.capacity_bytes / GIB);
+	CHECK(!n.fits, "native segments keep their fragmentation: does not fit");
+	CHECK_REL(x.peak_mem_bytes, x.capacity_bytes, 1e-12, "expandable: the pool peaks at the device");
+	CHECK(x.fits, "expandable: fits while the live tensors do");
+	if (run(m8, h, KV("gpus", "8", "zero", "3", "seq", "4608", "mbs", "3", "gbs", "24", "allocator", "expandable"), &p, &big)) return;
+	const struct rank_est *b = &big.kind[0];
+	double bdyn = b->act_bytes + b->logits_bytes + b->buffers_bytes;
+	CHECK(big.live_peak_bytes > big.capacity_bytes && !big.fits, "live tensors over the device: does not fit");
+	CHECK_REL(big.peak_mem_bytes, b->live_bytes + (h->frag_expandable - 1) * bdyn, 1e-12,
+		  "and the pool is the unconstrained one");
+}
+
 /* ZeRO-3 by FSDP units holds the current and the prefetched block's parameters gathered
  * (2 x 2 B x a block); DeepSpeed fetches module by module and releases beyond its live
  * limit, but the largest module must be whole to compute with: GPT-3 175B's FC1 and FC2 are
@@ -184,6 +227,8 @@ int main(void)
 	test_tp_regather(&m8, &h);
 	test_glu_eager(&m8, &h);
 	test_attn_cudnn(&m8, &h);
+	test_loss_bytes(&m8, &h);
+	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
 	return test_summary("test_estimate_framework");
