@@ -46,17 +46,21 @@ __device__ static inline double warp_sum_d(double v)
 	return v;
 }
 
-__device__ static inline float block_sum(float v)
+/* a reduction over the block, the sum or (MAX) the maximum; every thread gets the result */
+template <int MAX> __device__ static inline float block_reduce(float v)
 {
 	__shared__ float part[32];
 	const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-	v = warp_sum(v);
+	v = MAX ? warp_max(v) : warp_sum(v);
 	__syncthreads(); /* a previous call may still read part[] */
 	if (lane == 0) part[warp] = v;
 	__syncthreads();
-	v = lane < (int)(blockDim.x / 32) ? part[lane] : 0.0f;
-	return warp_sum(v);
+	v = lane < (int)(blockDim.x / 32) ? part[lane] : MAX ? -INFINITY : 0.0f;
+	return MAX ? warp_max(v) : warp_sum(v);
 }
+
+__device__ static inline float block_sum(float v) { return block_reduce<0>(v); }
+__device__ static inline float block_max(float v) { return block_reduce<1>(v); }
 
 __device__ static inline double block_sum_d(double v)
 {

@@ -11,18 +11,6 @@ __device__ static inline float ld(bf16_t v) { return tof(v); }
 __device__ static inline void st(float *p, float v) { *p = v; }
 __device__ static inline void st(bf16_t *p, float v) { *p = tob(v); }
 
-__device__ static inline float block_max(float v)
-{
-	__shared__ float part_m[32];
-	const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-	v = warp_max(v);
-	__syncthreads();
-	if (lane == 0) part_m[warp] = v;
-	__syncthreads();
-	v = lane < (int)(blockDim.x / 32) ? part_m[lane] : -INFINITY;
-	return warp_max(v);
-}
-
 template <typename T> __global__ static void max_k(float *mx, const T *logits, int V)
 {
 	const T *z = logits + (size_t)blockIdx.x * V;

@@ -383,6 +383,13 @@ double estimate_frag_factor(const struct hw *h, const struct plan *p)
 	return p->allocator == ALLOC_EXPANDABLE ? h->frag_expandable : h->frag_native;
 }
 
+/* the factor on dynamic memory that must fit the device (estimate_pool_peak): expandable
+ * segments shrink to the live tensors under pressure, native ones keep their fragmentation */
+double estimate_fit_factor(const struct hw *h, const struct plan *p)
+{
+	return p->allocator == ALLOC_EXPANDABLE ? 1 : estimate_frag_factor(h, p);
+}
+
 /* Parameters of the largest single weight a rank computes with: the fused QKV projection, the
  * output projection, one dense FFN matrix, one expert matrix (TP-sharded; experts by expert TP) */
 static double largest_module(const struct ectx *c)
@@ -448,10 +455,9 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	/* live tensors (max_memory_allocated), then the caching allocator's reserved pool: its
 	 * fragmentation allowance on what is allocated and freed every step */
 	k->live_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + dyn + h->workspace_bytes;
-	k->overhead_bytes = h->workspace_bytes + (estimate_frag_factor(h, p) - 1) * dyn;
-	k->peak_bytes = estimate_pool_peak(p, k->live_bytes, k->live_bytes - h->workspace_bytes + k->overhead_bytes,
+	k->peak_bytes = estimate_pool_peak(p, k->live_bytes, k->live_bytes + (estimate_frag_factor(h, p) - 1) * dyn,
 					   c->pool_capacity);
-	k->overhead_bytes = k->peak_bytes - k->live_bytes + h->workspace_bytes;
+	k->overhead_bytes = h->workspace_bytes + k->peak_bytes - k->live_bytes;
 }
 
 /* span of one step's pipeline (bubble and exposed P2P included) over the sampled ranks */

@@ -76,6 +76,9 @@ double estimate_pool_peak(const struct plan *p, double live, double pool, double
 
 /* The caching allocator's reserved/live ratio on dynamic memory for the plan's allocator mode. */
 double estimate_frag_factor(const struct hw *h, const struct plan *p);
+/* The ratio a plan's dynamic memory must fit the device with: estimate_frag_factor, or 1 with
+ * expandable segments, which give their free pages back under pressure. */
+double estimate_fit_factor(const struct hw *h, const struct plan *p);
 
 /* A change to a plan that does not fit, and what it costs. */
 #define FIX_MAX 16

@@ -249,8 +249,7 @@ static void per_rank(const struct hw *h, const struct estimate *e, const struct 
 		x->static_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes +
 				  o->act_scale * (k->logits_bytes + k->buffers_bytes) + h->workspace_bytes;
 		x->peak_act_bytes = er->peak_act_bytes;
-		double live = k->weights_bytes + k->grads_bytes + k->optim_bytes + k->logits_bytes +
-			      k->buffers_bytes + h->workspace_bytes + x->peak_act_bytes;
+		double live = k->live_bytes - k->act_bytes + x->peak_act_bytes; /* the engine's activations */
 		x->peak_bytes = estimate_pool_peak(p, live, x->static_bytes + o->act_scale * x->peak_act_bytes,
 						   e->capacity_bytes);
 		x->bubble_fraction = er->bubble_fraction;

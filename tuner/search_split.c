@@ -67,9 +67,7 @@ static int probe_costs(const struct search_req *rq, const struct plan *p, enum r
 	q.recompute_layers = -1;
 	memset(pc, 0, sizeof(*pc));
 	int moe = model_is_moe(m), D = moe ? m->moe_dense_layers : m->layers, L = m->layers;
-	/* what must fit a stage: the pool with its fragmentation, or with expandable segments, which
-	 * give their free pages back under pressure, the live tensors (estimate_pool_peak) */
-	double frag = p->allocator == ALLOC_EXPANDABLE ? 1 : estimate_frag_factor(h, p);
+	double frag = estimate_fit_factor(h, p); /* what must fit a stage */
 	for (int ty = 0; ty < 2; ty++) {
 		/* the first layer of this type past layer 0 */
 		int at = ty == 0 ? (D >= 2 ? 1 : -1) : (moe ? (D > 1 ? D : 1) : -1);
