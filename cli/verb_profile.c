@@ -231,10 +231,10 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	if (fab) { /* NCCL's buffers follow the fabric's channels (hw profile "nccl" source) */
 		add_num(o, "nccl_conn_mib", fab->nccl_conn_bytes / 1048576.0, "%.4g");
 		cJSON_AddNumberToObject(o, "nccl_channels", fab->nccl_channels);
-		cJSON_AddNumberToObject(o, "nccl_conns_per_channel", fab->nccl_conns);
+		cJSON_AddNumberToObject(o, "nccl_p2p_net_channels", fab->nccl_p2p_net_channels);
 	} else {
 		cJSON_AddNumberToObject(o, "nccl_channels", 1); /* MPI: no channel buffers (nccl_conn_mib 0) */
-		cJSON_AddNumberToObject(o, "nccl_conns_per_channel", 1);
+		cJSON_AddNumberToObject(o, "nccl_p2p_net_channels", 1);
 	}
 	add_num(o, "alloc_frag_native", 1, "%g");
 	add_num(o, "alloc_frag_expandable", 1, "%g");

@@ -51,11 +51,17 @@ static double algo_time(const struct coll_lib *L, int a, int p, double hops_nvl,
 	return L->base_s[a][p] + hops_nvl * L->hop_nvl_s[a][p] + hops_net * L->hop_net_s[a][p] + traffic_s / L->bw_frac[p];
 }
 
-static void take(double *best, double t) { if (t >= 0 && (*best < 0 || t < *best)) *best = t; }
+static void take(double *best, int *algo, int a, double t)
+{
+	if (t >= 0 && (*best < 0 || t < *best)) { *best = t; *algo = a; }
+}
 
-double coll_time(const struct hw *h, enum coll c, double bytes, const struct span *g)
+/* the time and the (algorithm) NCCL's cost model picks; send/recv and all-to-all report
+ * ALGO_P2P, a measured table ALGO_RING (what NCCL runs for large messages in one domain) */
+static double coll_pick(const struct hw *h, enum coll c, double bytes, const struct span *g, int *algo)
 {
 	int n = g->n;
+	*algo = c == COLL_SENDRECV || c == COLL_ALLTOALL ? ALGO_P2P : ALGO_RING;
 	if (n <= 1 || bytes <= 0) return 0;
 	double t_meas; /* inside one NVLink domain a measured table of the op and group size wins */
 	if (h->tables.present && g->units[0] <= 1 && hwt_coll_s(&h->tables, c, n, bytes, 1,
@@ -67,14 +73,14 @@ double coll_time(const struct hw *h, enum coll c, double bytes, const struct spa
 	coll_bandwidths(h, g, &nvl, &net);
 	if (c == COLL_SENDRECV) { /* one hop, ring latency; Simple/LL128/LL by size */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo_time(L, ALGO_RING, p, k == 1, k > 1, bytes / (k > 1 ? net : nvl)));
+			take(&best, algo, ALGO_P2P, algo_time(L, ALGO_RING, p, k == 1, k > 1, bytes / (k > 1 ? net : nvl)));
 		return best;
 	}
 	if (c == COLL_ALLTOALL) {
 		/* no ring: every byte for another node crosses a NIC, the rest NVLink, all at once;
 		 * one hop of latency per peer class */
 		double t = k > 1 ? fmax(bytes * f * (k - 1) / k / net, bytes * f / k / nvl) : bytes * f / nvl;
-		for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo_time(L, ALGO_RING, p, 1, k > 1, t));
+		for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo, ALGO_P2P, algo_time(L, ALGO_RING, p, 1, k > 1, t));
 		return best;
 	}
 	/* ring: (n−1) steps per phase, all-reduce has two phases; (k−1) of each phase's steps
@@ -85,18 +91,36 @@ double coll_time(const struct hw *h, enum coll c, double bytes, const struct spa
 	double ph = c == COLL_ALLREDUCE ? 2 : 1, steps = ph * (n - 1), net_steps = ph * (k - 1);
 	double share = k > 1 ? (double)k / n : 0;
 	double ring_s = k > 1 ? bytes * f * fmax(share / net, ppn > 1 ? (1 - share) / nvl : 0) : bytes * f / nvl;
-	for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo_time(L, ALGO_RING, p, steps - net_steps, net_steps, ring_s));
+	for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo, ALGO_RING, algo_time(L, ALGO_RING, p, steps - net_steps, net_steps, ring_s));
 	double lk = k > 1 && (c == COLL_ALLREDUCE || ppn == 1) ? log2(k) : 0;
 	if (c == COLL_ALLREDUCE && k > 1) /* tree: a chain inside each node, a tree across nodes */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo_time(L, ALGO_TREE, p, 2 * (ppn - 1), 2 * lk, ring_s));
+			take(&best, algo, ALGO_TREE, algo_time(L, ALGO_TREE, p, 2 * (ppn - 1), 2 * lk, ring_s));
 	if (c == COLL_ALLREDUCE && k == 1 && n > 2 && h->tier[0].nvls_busbw_bps > 0) /* NVLink SHARP */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo_time(L, ALGO_NVLS, p, 1, 0, bytes * f / (h->tier[0].nvls_busbw_bps * h->comm_eff)));
+			take(&best, algo, ALGO_NVLS, algo_time(L, ALGO_NVLS, p, 1, 0, bytes * f / (h->tier[0].nvls_busbw_bps * h->comm_eff)));
 	if (c != COLL_ALLREDUCE && k > 1 && ppn == 1) /* PAT: one rank per node */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo_time(L, ALGO_PAT, p, 0, lk / 3.5, ring_s / L->pat_bw_frac) + (L->base_s[ALGO_PAT][p] >= 0 ? n * L->pat_rank_s : 0));
+			take(&best, algo, ALGO_PAT, algo_time(L, ALGO_PAT, p, 0, lk / 3.5, ring_s / L->pat_bw_frac) + (L->base_s[ALGO_PAT][p] >= 0 ? n * L->pat_rank_s : 0));
 	return best;
+}
+
+double coll_time(const struct hw *h, enum coll c, double bytes, const struct span *g)
+{
+	int a;
+	return coll_pick(h, c, bytes, g, &a);
+}
+
+int coll_algo(const struct hw *h, enum coll c, double bytes, const struct span *g)
+{
+	if (c == COLL_SENDRECV || c == COLL_ALLTOALL) return ALGO_P2P;
+	/* ring is the only candidate of coll_pick unless tree, NVLS or PAT may run: no pricing */
+	int n = g->n, k = g->units[0] < n ? g->units[0] : n;
+	if (n <= 1 || (c == COLL_ALLREDUCE ? k == 1 && (n <= 2 || h->tier[0].nvls_busbw_bps <= 0) : k <= 1 || k < n))
+		return ALGO_RING;
+	int a;
+	coll_pick(h, c, bytes, g, &a);
+	return a;
 }
 
 double coll_latency(const struct hw *h, enum coll c, const struct span *g)
@@ -134,6 +158,19 @@ static int read_algos(const cJSON *o, struct coll_lib *L, char *err)
 		return errf(err, "collective library: algorithms.pat needs ring_bw_fraction in (0, 1] and per_rank_us >= 0");
 	L->pat_bw_frac = bf->valuedouble;
 	L->pat_rank_s = pr->valuedouble * 1e-6;
+	/* what each algorithm connects, per channel (its buffers are the memory outside the pool) */
+	const cJSON *conn = cJSON_GetObjectItemCaseSensitive(o, "connections");
+	static const char *const ckeys[ALGO_P2P + 1] = {"ring", "tree", "nvls", "pat", "p2p_per_peer"};
+	for (int a = 0; a <= ALGO_P2P; a++) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(conn, ckeys[a]);
+		if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 64)
+			return errf(err, "collective library: algorithms.connections.%s must be a number in [0, 64]", ckeys[a]);
+		L->conns[a] = x->valuedouble;
+	}
+	const cJSON *nv = cJSON_GetObjectItemCaseSensitive(o, "nvls_buffer_mib_per_head");
+	if (!cJSON_IsNumber(nv) || nv->valuedouble < 0 || nv->valuedouble > 1e4)
+		return errf(err, "collective library: algorithms.nvls_buffer_mib_per_head must be a number in [0, 1e4]");
+	L->nvls_head_bytes = nv->valuedouble * 1048576.0;
 	return 0;
 }
 

@@ -33,6 +33,11 @@ double coll_busbw_factor(enum coll c, int n);
 /* Time of collective c moving S bytes (nccl-tests size) over the group g. */
 double coll_time(const struct hw *h, enum coll c, double bytes, const struct span *g);
 
+/* The algorithm (ALGO_*) NCCL's cost model picks for it; ALGO_P2P for send/recv and
+ * all-to-all. With NCCL_RUNTIME_CONNECT (the default since 2.22) a communicator connects an
+ * algorithm's peers, and allocates their buffers, at the first collective that uses it. */
+int coll_algo(const struct hw *h, enum coll c, double bytes, const struct span *g);
+
 /* Its latency alone: the time of the smallest message (one element). */
 double coll_latency(const struct hw *h, enum coll c, const struct span *g);
 

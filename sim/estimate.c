@@ -192,6 +192,38 @@ static void tp_outside_blocks(struct ectx *c)
 	}
 }
 
+/* NCCL's buffers for one communicator over g: the connections of every algorithm its
+ * collectives pick (NCCL connects an algorithm at its first use, profiles/comm/nccl.json
+ * "connections"), on each of the fabric's channels, and its send/recv peers' connections on
+ * the channels NCCL gives a peer (all of them inside an NVLink domain; nccl_p2p_net_channels
+ * when the communicator spans domains, since NCCL takes the fewest over its peers) */
+struct comm_use {
+	int n;                      /* collectives below */
+	enum coll coll[2];
+	double bytes;               /* a typical message */
+	int peers;                  /* send/recv peers (no collective) */
+};
+
+static double comm_bytes(const struct hw *h, const struct span *g, const struct comm_use *u)
+{
+	const struct coll_lib *L = &h->lib;
+	if (g->n <= 1) return 0;
+	int used[ALGO_COUNT] = {0};
+	for (int i = 0; i < u->n; i++) {
+		int a = coll_algo(h, u->coll[i], u->bytes, g);
+		if (a < ALGO_COUNT) used[a] = 1;
+	}
+	double conns = used[ALGO_RING] * L->conns[ALGO_RING] + used[ALGO_TREE] * L->conns[ALGO_TREE];
+	if (used[ALGO_PAT]) conns += L->conns[ALGO_PAT] * ceil(log2(g->n));
+	double b = conns * h->nccl_channels * h->nccl_conn_bytes;
+	if (used[ALGO_NVLS]) b += L->nvls_head_bytes * (g->n < h->gpus_per_node ? g->n : h->gpus_per_node);
+	if (u->peers > 0) {
+		int ch = g->units[0] > 1 ? h->nccl_p2p_net_channels : h->nccl_channels;
+		b += (double)u->peers * ch * L->conns[ALGO_P2P] * h->nccl_conn_bytes;
+	}
+	return b;
+}
+
 /* what the caching allocator may grow to: HBM less what it cannot use */
 static void pool_capacity(struct ectx *c)
 {
@@ -199,20 +231,40 @@ static void pool_capacity(struct ectx *c)
 	const struct hw *h = c->h;
 	const struct plan *p = c->p;
 	/* device memory the caching allocator cannot use, so max_memory_reserved never shows it:
-	 * the CUDA context, and NCCL's channel buffers, allocated per communicator on its first
-	 * collective, linear in the channel count and flat beyond two nodes [NVIDIA/nccl#986].
-	 * A rank uses the world communicator (loss, logging) and one per parallel group larger
-	 * than one. */
-	/* ... and the model-parallel (tp x pp) group over which the gradient norm is all-reduced,
+	 * the CUDA context, and NCCL's buffers, allocated per communicator for what it runs. A
+	 * rank uses the world communicator (loss, logging) and one per parallel group larger than
+	 * one, and the model-parallel (tp x pp) group over which the gradient norm is all-reduced,
 	 * a communicator of its own even when it has the ranks of another (Megatron
 	 * parallel_state's model-parallel group, clip_grad_norm_fp32; nanotron's mp_pg) */
-	c->nccl_comms = 1 + (p->tp > 1) + (p->pp > 1) + (p->cp > 1) + (p->dp > 1) + (p->ep > 1) + (p->ep > 1 && c->edp > 1) +
-			(model_is_moe(m) && c->etp > 1 && c->etp != p->tp) +
-			((long)p->tp * p->pp > 1);
-	/* each communicator: nccl_channels channels of nccl_conns connections, each holding the
-	 * buffers of every protocol (hw profile "nccl" source) */
-	double nonpool = h->context_bytes + c->nccl_comms * (double)h->nccl_channels * h->nccl_conns * h->nccl_conn_bytes;
-	c->pool_capacity = h->hbm_bytes - nonpool;
+	int gpn = p->gpus_per_node > 0 ? p->gpus_per_node : h->gpus_per_node;
+	struct span world = span_nodes(p->gpus, (p->gpus + gpn - 1) / gpn);
+	struct span mp = span_nodes(p->tp * p->pp, c->tp_g.units[0] * c->pp_g.units[0]);
+	double act = c->act_bytes * c->T * m->hidden, bucket = 4 * fmax(40e6, 1e6 * c->dpcp);
+	struct comm_use scalar = {1, {COLL_ALLREDUCE}, 8, 0};
+	struct comm_use tp = p->sp ? (struct comm_use){2, {COLL_REDUCESCATTER, COLL_ALLGATHER}, act, 0}
+				   : (struct comm_use){1, {COLL_ALLREDUCE}, act, 0};
+	struct comm_use dp = p->zero >= 1 ? (struct comm_use){2, {COLL_REDUCESCATTER, COLL_ALLGATHER}, bucket, 0}
+					  : (struct comm_use){1, {COLL_ALLREDUCE}, bucket, 0};
+	struct comm_use pp = {0, {0}, 0, p->pp > 2 ? 2 : 1}, cp = {0, {0}, 0, p->cp > 2 ? 2 : 1};
+	struct comm_use ep = {0, {0}, 0, p->ep - 1};
+	double nccl = comm_bytes(h, &world, &scalar);
+	c->nccl_comms = p->gpus > 1;
+	struct { int on; const struct span *g; const struct comm_use *u; } comms[] = {
+		{p->tp > 1, &c->tp_g, &tp},
+		{p->pp > 1, &c->pp_g, &pp},
+		{p->cp > 1, &c->cp_g, &cp},
+		{c->dpcp > 1, &c->dpcp_g, &dp},
+		{p->ep > 1, &c->ep_g, &ep},
+		{p->ep > 1 && c->edp > 1, &c->edp_g, &dp},
+		{model_is_moe(m) && c->etp > 1 && c->etp != p->tp, &c->tp_g, &tp},
+		{(long)p->tp * p->pp > 1, &mp, &scalar},
+	};
+	for (size_t i = 0; i < sizeof(comms) / sizeof(comms[0]); i++)
+		if (comms[i].on) {
+			nccl += comm_bytes(h, comms[i].g, comms[i].u);
+			c->nccl_comms++;
+		}
+	c->pool_capacity = h->hbm_bytes - h->context_bytes - nccl;
 }
 
 static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, const struct plan *p, char *err)

@@ -119,10 +119,10 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 			snprintf(h->name, sizeof(h->name), "%s", it->valuestring);
 			continue;
 		}
-		if (!strcmp(it->string, "nccl_channels") || !strcmp(it->string, "nccl_conns_per_channel")) {
+		if (!strcmp(it->string, "nccl_channels") || !strcmp(it->string, "nccl_p2p_net_channels")) {
 			if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 64 || it->valuedouble != (int)it->valuedouble)
 				{ errf(err, "gpu %s: %s must be an integer in [1, 64]", name, it->string); goto out; }
-			*(it->string[5] == 'c' && it->string[6] == 'h' ? &h->nccl_channels : &h->nccl_conns) = it->valueint;
+			*(!strcmp(it->string, "nccl_channels") ? &h->nccl_channels : &h->nccl_p2p_net_channels) = it->valueint;
 			continue;
 		}
 		if (!strcmp(it->string, "network")) {
@@ -147,7 +147,7 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 	if (h->gpus_per_node < 1) { errf(err, "gpu %s: network[0].gpus (the NVLink domain) must be at least 1", name); goto out; }
 	if (coll_lib_load("nccl", &h->lib, err)) goto out;
 	if (!h->nccl_channels) { errf(err, "gpu %s: missing required field nccl_channels", name); goto out; }
-	if (!h->nccl_conns) { errf(err, "gpu %s: missing required field nccl_conns_per_channel", name); goto out; }
+	if (!h->nccl_p2p_net_channels) { errf(err, "gpu %s: missing required field nccl_p2p_net_channels", name); goto out; }
 	for (size_t i = 0; i < NFIELDS; i++)
 		if (!fields[i].optional && !cJSON_GetObjectItemCaseSensitive(o, fields[i].key))
 			{ errf(err, "gpu %s: missing required field %s", name, fields[i].key); goto out; }

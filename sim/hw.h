@@ -13,7 +13,7 @@
 /* NCCL's cost model (profiles/comm/nccl.json): per algorithm and protocol a base latency and a
  * per-hop latency by link kind (< 0: not offered), and the protocols' share of the bus bandwidth */
 enum { PROTO_LL, PROTO_LL128, PROTO_SIMPLE, PROTO_COUNT };
-enum { ALGO_RING, ALGO_TREE, ALGO_NVLS, ALGO_PAT, ALGO_COUNT };
+enum { ALGO_RING, ALGO_TREE, ALGO_NVLS, ALGO_PAT, ALGO_COUNT, ALGO_P2P = ALGO_COUNT };
 struct coll_lib {
 	double base_s[ALGO_COUNT][PROTO_COUNT];
 	double hop_nvl_s[ALGO_COUNT][PROTO_COUNT];
@@ -21,6 +21,8 @@ struct coll_lib {
 	double bw_frac[PROTO_COUNT];
 	double pat_bw_frac;       /* PAT's bandwidth as a share of the ring's */
 	double pat_rank_s;        /* PAT latency per rank */
+	double conns[ALGO_COUNT + 1]; /* connections per channel each algorithm sets up; P2P: per peer */
+	double nvls_head_bytes;   /* NVLS buffers per NVLink-SHARP head (one per GPU of the domain) */
 };
 
 /* One tier of the fabric: the NVLink domain (tier 0), then network tiers (a leaf or rail
@@ -59,7 +61,7 @@ struct hw {
 	double frag_expandable;   /* the same with expandable_segments:True */
 	double context_bytes;     /* CUDA context and library handles, outside the allocator's pool */
 	int nccl_channels;        /* NCCL channels of a communicator on this fabric */
-	int nccl_conns;           /* connections per channel (ring peers and tree parent/children) */
+	int nccl_p2p_net_channels; /* channels NCCL gives each send/recv peer across the network */
 	double nccl_conn_bytes;   /* NCCL buffers of one connection (all protocols), outside the pool */
 	double step_overhead_s;   /* fixed per-step host/launch overhead */
 	double kernel_s;          /* GPU time one kernel costs beyond its work (launch, ramp, tail) */

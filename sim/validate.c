@@ -311,8 +311,11 @@ bad:
  * published run that ran was a tuned run that fitted); for a run that did not fit (oom) the
  * fastest whatever its memory (what its authors tried). Overlap switches nobody states are
  * on: in the model an overlapped collective never costs more than an exposed one, so that is
- * the fastest completion without a search. */
-#define FILL_MAX 6
+ * the fastest completion without a search. The settings a framework profile documents
+ * (allocator, gradient dtype, when ZeRO-2/3 reduce-scatters) are cells too: every profile of
+ * a documented framework sets them, so they are searched only for an in-house stack
+ * (framework "other") or an unknown one, whose settings nobody published. */
+#define FILL_MAX 10
 #define FILL_VALS 24
 struct fill {
 	const char *key[FILL_MAX];
@@ -323,9 +326,18 @@ struct fill {
 static void fill_add(struct fill *f, const char *key, int lo, int hi, int (*keep)(int, const void *), const void *arg)
 {
 	int k = f->nkeys, n = 0;
+	if (k == FILL_MAX) return;
 	for (int v = lo; v <= hi && n < FILL_VALS; v++)
 		if (!keep || keep(v, arg)) snprintf(f->val[k][n++], 16, "%d", v);
 	if (n) { f->key[k] = key; f->nval[k] = n; f->nkeys++; }
+}
+
+static void fill_names(struct fill *f, const char *key, const char *const *names, int n)
+{
+	int k = f->nkeys;
+	if (k == FILL_MAX || n > FILL_VALS) return;
+	for (int i = 0; i < n; i++) snprintf(f->val[k][i], 16, "%s", names[i]);
+	f->key[k] = key; f->nval[k] = n; f->nkeys++;
 }
 
 static int divides(int v, const void *arg) { return *(const int *)arg % v == 0; }
@@ -344,10 +356,8 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 	int local = p->dp > 0 && p->gbs % p->dp == 0 ? p->gbs / p->dp : 1;
 	if (!known(r, p, "mbs")) fill_add(f, "mbs", 1, local < 64 ? local : 64, divides, &local);
 	if (!known(r, p, "recompute")) {
-		int k = f->nkeys;
 		const char *rc[] = {"none", "selective", "full"};
-		for (int i = 0; i < 3; i++) snprintf(f->val[k][i], 16, "%s", rc[i]);
-		f->key[k] = "recompute"; f->nval[k] = 3; f->nkeys++;
+		fill_names(f, "recompute", rc, 3);
 	}
 	if (!known(r, p, "vpp") && (sched_family(p->schedule)->flags & SCHED_F_VIRTUAL)) {
 		int per = m->layers / p->pp;
@@ -361,6 +371,13 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 	}
 	/* expert TP has no column: with MoE parallel folding (ep beyond dp*cp) it must be below tp */
 	if (!known(r, p, "etp") && model_is_moe(m) && p->tp > 1) fill_add(f, "etp", 1, p->tp, divides, &p->tp);
+	if (!known(r, p, "allocator")) {
+		const char *al[] = {"native", "expandable"};
+		fill_names(f, "allocator", al, 2);
+	}
+	if (!known(r, p, "fp32_grads") && p->precision != PREC_FP32) fill_add(f, "fp32_grads", 0, 1, NULL, NULL);
+	if (!known(r, p, "reduce_per_mb") && (p->zero >= 2 || !known(r, p, "zero")))
+		fill_add(f, "reduce_per_mb", 0, 1, NULL, NULL);
 }
 
 /* Tries every completion; leaves the chosen one in *p and *e. Returns 0, or -1 with err when

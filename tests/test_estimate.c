@@ -152,16 +152,29 @@ static void test_fits_and_oom(const struct model *m8, const struct model *m405, 
 		for (int k = 0; k < e.nkinds; k++) peak = fmax(peak, e.kind[k].peak_bytes);
 		CHECK(e.peak_mem_bytes == peak, "%s: peak is the worst kind's", ms[i]->name);
 		/* tp 8 alone: the world, the TP and the model-parallel (gradient norm) communicator,
-		 * each with its NCCL buffers, and the CUDA context sit outside the allocator's pool
-		 * (h100-sxm: 79.6 GiB HBM, 0.5 GiB context; per communicator 32 channels x 5
-		 * connections x 9.19 MiB of protocol buffers, NCCL src/init.cc, ~1.6 GB as
-		 * NVIDIA/nccl#864 measures) */
+		 * each with the NCCL buffers of what it runs, and the CUDA context sit outside the
+		 * allocator's pool (h100-sxm: 79.6 GiB HBM, 0.5 GiB context). One node: the world's
+		 * and the model-parallel group's 8-byte all-reduces run a ring (LL: 6.6 + 7 x 0.6 us
+		 * against NVLS's 25 us), 32 channels x 2 connections x 9.19 MiB of protocol buffers
+		 * each (NCCL src/init.cc, src/transport/generic.cc); the TP all-reduce of a block's
+		 * output (no SP) is NVLS at 480 against the ring's 370 GB/s, its buffers 32 MiB per
+		 * GPU of the domain (src/transport/nvls.cc) */
 		CHECK(e.nccl_comms == 3, "%s: world + TP + model-parallel communicators, got %d", ms[i]->name, e.nccl_comms);
-		CHECK_REL(e.capacity_bytes, 79.6 * 1073741824.0 - 0.5 * 1073741824.0 - 3 * 32 * 5 * 9.19 * 1048576.0, 1e-12,
-			  "capacity is HBM less context and three communicators' buffers");
+		CHECK_REL(e.capacity_bytes, 79.6 * 1073741824.0 - 0.5 * 1073741824.0 - (2 * 32 * 2 * 9.19 + 8 * 32) * 1048576.0, 1e-12,
+			  "capacity is HBM less context, two rings' and one NVLS communicator's buffers");
 		CHECK(e.fits == (e.peak_mem_bytes <= e.capacity_bytes), "%s: fits %d, peak %.4g, capacity %.4g",
 		      ms[i]->name, e.fits, e.peak_mem_bytes, e.capacity_bytes);
 	}
+	/* tp 8 · pp 2 over two nodes: the world's and the model-parallel group's 8-byte all-reduces
+	 * span 2 nodes, where NCCL's model prices tree LL at 6.8 + 2 x 7 x 0.6 + 2 x 1 x 5 = 25.2 us
+	 * against ring LL's 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us (profiles/comm/nccl.json), so each
+	 * connects a tree, 3 connections on 32 channels; TP's NVLS 8 x 32 MiB; the pipeline's one
+	 * peer (pp 2) on another node gets max(1 NIC, ceil(50 GB/s / 14)) = 4 channels of a send
+	 * and a receive connection (NCCL src/graph/paths.cc ncclTopoGetNchannels) */
+	if (run(m8, h, KV("gpus", "16", "tp", "8", "pp", "2", "gbs", "16"), &p, &e)) return;
+	CHECK(e.nccl_comms == 4, "tp 8 pp 2: world, TP, PP, model-parallel communicators, got %d", e.nccl_comms);
+	CHECK_REL(e.nonpool_bytes, (512 + 2 * 3 * 32 * 9.19 + 8 * 32 + 1 * 4 * 2 * 9.19) * 1048576.0, 1e-9,
+		  "context, two trees, NVLS and one network send/recv peer");
 	/* llama-3-8b in bf16 on 8 GPUs with TP 8 fits in 80 GB (16 B/param / 8 = 16 GB of states) */
 	if (run(m8, h, KV("gpus", "8", "tp", "8"), &p, &e)) return;
 	CHECK(e.fits, "llama-3-8b tp 8 on 8 x %s should fit (peak %.4g)", h->name, e.peak_mem_bytes);

@@ -448,9 +448,8 @@ static int ctx_init(struct ctx *c, const struct search_req *rq, struct search_re
 	if (!rq->exhaustive && !(c->kbest = malloc(sizeof(double) * (size_t)c->k))) return errf(err, "search: out of memory");
 	c->gpn = rq->base.gpus_per_node > 0 ? rq->base.gpus_per_node : rq->h->gpus_per_node;
 	/* every plan's peak holds the GEMM workspaces (added to the bound in price), and its pool
-	 * loses at least the CUDA context and the world communicator's NCCL buffers */
-	c->cap_bound = rq->h->hbm_bytes - rq->h->context_bytes -
-		       (double)rq->h->nccl_channels * rq->h->nccl_conns * rq->h->nccl_conn_bytes;
+	 * loses at least the CUDA context (the communicators' buffers depend on the plan) */
+	c->cap_bound = rq->h->hbm_bytes - rq->h->context_bytes;
 	c->params_dense = embedding_params(rq->m) + head_params(rq->m);
 	for (int l = 0; l < rq->m->layers; l++) {
 		struct layer_params lp;

@@ -65,7 +65,7 @@ PY
 expect_rc 0 "$SP" sim --model tiny --gpus 1 --mbs 2 --gbs 4 --seq 32 --precision fp32 --gpu p1.json --json
 # --fabric: a one-rank profile takes every network tier and NCCL's buffer sizes from the named
 # profile (h200-sxm: NVLink 367 GB/s over 8 GPUs with NVLS 480, then a 46 GB/s network; 32
-# channels of 5 connections of 9.19 MiB) instead of half its copy bandwidth, and says so
+# channels of 9.19 MiB connections, 4 channels per network send/recv peer) instead of half its copy bandwidth, and says so
 expect_rc 0 "$SP" profile --backend cpu --fabric h200-sxm -o pf.json $LIM
 python3 - pf.json <<'PY' && ok || bad "--fabric should write h200-sxm's tiers and NCCL sizes"
 import json, sys
@@ -73,7 +73,7 @@ d = json.load(open(sys.argv[1]))
 n = d["network"]
 assert [(t["gpus"], t["link"], t["busbw_gbps"]) for t in n] == [(8, "nvlink", 367), (0, "net", 46)], n
 assert n[0]["nvls_busbw_gbps"] == 480, n
-assert (d["nccl_channels"], d["nccl_conns_per_channel"], d["nccl_conn_mib"]) == (32, 5, 9.19), d
+assert (d["nccl_channels"], d["nccl_p2p_net_channels"], d["nccl_conn_mib"]) == (32, 4, 9.19), d
 assert "h200-sxm" in d["sources"]["fabric"], d["sources"]["fabric"]
 PY
 expect_rc 0 "$SP" sim --model tiny --gpus 16 --tp 2 --mbs 2 --gbs 32 --seq 32 --precision fp32 --gpu pf.json --json

@@ -159,18 +159,20 @@ expect_rc 0 "$SP" validate "$TMP/infer.tsv" --json
 cp "$TMP/out" "$TMP/infer.json"
 # the same plans through `sim` (the model's own 80-layer 70B and 32-layer 8B, same shapes, the
 # row's unstated overlaps on): of the recompute modes whose peak fits, the fastest is the one
-# validate must have chosen, and its prediction is that mode's
+# validate must have chosen, and its prediction is that mode's. A row without a framework
+# also leaves the allocator and the gradient dtype open (no profile documents them), so the
+# fastest is taken over those too
 fastest_fitting() { # sim arguments...; prints "mode tokens/s" of the fastest fitting mode
-	for rc in none selective full; do
-		"$SP" "$@" --recompute $rc --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sys.argv[1], d["tokens_per_s_per_gpu"], int(d["fits"]))' $rc
-	done | awk '$3 == 1 && $2 > best { best = $2; mode = $1 } END { print mode, best }'
+	for rc in none selective full; do for al in native expandable; do for g in 0 1; do
+		"$SP" "$@" --recompute $rc --allocator $al --fp32-grads $g --json 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sys.argv[1], d["tokens_per_s_per_gpu"], int(d["fits"]))' $rc
+	done; done; done | awk '$3 == 1 && $2 > best { best = $2; mode = $1 } END { print mode, best }'
 }
 OVL=(--overlap-grad-reduce 1 --overlap-param-gather 1 --overlap-tp-comm 1 --overlap-tp-bwd 1 --overlap-p2p 1)
 for row in "0 llama-3-70b 64 8 8 1 64" "3 llama-3-8b 8 2 4 2 64"; do
 	set -- $row
 	read -r MODE TPS < <(fastest_fitting sim --model $2 --gpu h100-sxm --gpus $3 --tp $4 --dp $5 --zero 1 --mbs $6 --gbs $7 --seq 4096 --sp "${OVL[@]}")
 	if [ -n "$MODE" ]; then
-		json_check "$TMP/infer.json" "'recompute $MODE (fastest completion that fits)' in d['results'][$1]['assumed'] and abs(d['results'][$1]['pred_tokens_per_s_per_gpu'] / $TPS - 1) < 1e-5"
+		json_check "$TMP/infer.json" "'recompute $MODE' in d['results'][$1]['assumed'] and '(fastest completion that fits)' in d['results'][$1]['assumed'] and abs(d['results'][$1]['pred_tokens_per_s_per_gpu'] / $TPS - 1) < 1e-5"
 	else
 		json_check "$TMP/infer.json" "'no completion fits' in d['results'][$1]['assumed']"
 	fi
@@ -195,6 +197,27 @@ json_check "$TMP/titan.json" 'd["results"][1]["simulated"] and "vpp " in d["resu
 SIMTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens_per_s_per_gpu"])' "$TMP/out")
 json_check "$TMP/titan.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6"
 
+# an in-house stack (framework "other") documents no allocator, gradient dtype or ZeRO-2
+# reduction schedule: those are cells like any other, completed with the fastest plan that
+# fits; a documented framework (megatron-core) sets them from its profile and searches none.
+# The "other" row's prediction is the fastest fitting of the 8 sim plans over those switches.
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row IH1 "other test" other "${ARCH[@]:1:18}" 1 h100-sxm 8 16 1 2 8 1 1 1 1 2 selective none bf16 ok 5000 "" "" "" "" "" "" high "test row"
+	tsv_row IH2 "mcore test" megatron-core "${ARCH[@]:1:18}" 1 h100-sxm 8 16 1 2 8 1 1 1 1 2 selective none bf16 ok 5000 "" "" "" "" "" "" high "test row"
+} >"$TMP/inhouse.tsv"
+expect_rc 0 "$SP" validate "$TMP/inhouse.tsv" --json
+cp "$TMP/out" "$TMP/inhouse.json"
+json_check "$TMP/inhouse.json" 'all(k in d["results"][0]["assumed"] for k in ("allocator ", "fp32_grads ", "reduce_per_mb ")) and "fastest completion that fits" in d["results"][0]["assumed"]'
+json_check "$TMP/inhouse.json" 'all(k in d["results"][1]["assumed"] for k in ("allocator native (megatron-core)", "fp32_grads 1 (megatron-core)", "reduce_per_mb 0 (megatron-core)"))'
+SIMTPS=$(for al in native expandable; do for g in 0 1; do for r in 0 1; do
+	"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 1 --pp 2 --dp 8 --zero 2 --recompute selective --mbs 1 --gbs 64 --seq 4096 \
+		--schedule 1f1b --overlap-grad-reduce 1 --overlap-param-gather 1 --overlap-tp-comm 1 --overlap-tp-bwd 1 --overlap-p2p 1 \
+		--allocator $al --fp32-grads $g --reduce-per-mb $r --json 2>/dev/null |
+		python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["tokens_per_s_per_gpu"] if d["fits"] else 0)'
+done; done; done | sort -g | tail -n 1)
+json_check "$TMP/inhouse.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6"
+
 # a run published in 2022 or before ran attention unfused (FlashAttention reached frameworks in
 # 2023) unless its notes say flash: the prediction equals `sim --flash-attn 0`
 {
@@ -205,8 +228,9 @@ json_check "$TMP/titan.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] /
 expect_rc 0 "$SP" validate "$TMP/old.tsv" --json
 cp "$TMP/out" "$TMP/old.json"
 json_check "$TMP/old.json" '"unfused attention" in d["results"][0]["assumed"] and "unfused" not in d["results"][1].get("assumed", "")'
-"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 8 --dp 8 --mbs 1 --gbs 64 --seq 4096 --overlap-grad-reduce 1 --flash-attn 0 --json >"$TMP/out" 2>/dev/null
-SIMTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens_per_s_per_gpu"])' "$TMP/out")
+# (the row has no framework: the fastest of its allocator and gradient dtype, which fit alike)
+SIMTPS=$(for g in 0 1; do "$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 8 --dp 8 --mbs 1 --gbs 64 --seq 4096 --overlap-grad-reduce 1 --flash-attn 0 --fp32-grads $g --json 2>/dev/null |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'; done | sort -g | tail -n 1)
 json_check "$TMP/old.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6 and d['results'][1]['pred_tokens_per_s_per_gpu'] > d['results'][0]['pred_tokens_per_s_per_gpu']"
 
 # mem_kind allocated (torch max_memory_allocated) is compared with live tensors: the reserved
