@@ -171,6 +171,10 @@ static int read_algos(const cJSON *o, struct coll_lib *L, char *err)
 	if (!cJSON_IsNumber(nv) || nv->valuedouble < 0 || nv->valuedouble > 1e4)
 		return errf(err, "collective library: algorithms.nvls_buffer_mib_per_head must be a number in [0, 1e4]");
 	L->nvls_head_bytes = nv->valuedouble * 1048576.0;
+	const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "p2p_net_shared_kib_per_channel");
+	if (!cJSON_IsNumber(ps) || ps->valuedouble < 0 || ps->valuedouble > 1e6)
+		return errf(err, "collective library: algorithms.p2p_net_shared_kib_per_channel must be a number in [0, 1e6]");
+	L->p2p_net_shared_bytes = ps->valuedouble * 1024.0;
 	return 0;
 }
 

@@ -196,7 +196,8 @@ static void tp_outside_blocks(struct ectx *c)
  * collectives pick (NCCL connects an algorithm at its first use, profiles/comm/nccl.json
  * "connections"), on each of the fabric's channels, and its send/recv peers' connections on
  * the channels NCCL gives a peer (all of them inside an NVLink domain; nccl_p2p_net_channels
- * when the communicator spans domains, since NCCL takes the fewest over its peers) */
+ * when the communicator spans domains, since NCCL takes the fewest over its peers), network
+ * peers sharing one pool ("p2p_net_shared_kib_per_channel") */
 struct comm_use {
 	int n;                      /* collectives below */
 	enum coll coll[2];
@@ -218,8 +219,18 @@ static double comm_bytes(const struct hw *h, const struct span *g, const struct 
 	double b = conns * h->nccl_channels * h->nccl_conn_bytes;
 	if (used[ALGO_NVLS]) b += L->nvls_head_bytes * (g->n < h->gpus_per_node ? g->n : h->gpus_per_node);
 	if (u->peers > 0) {
-		int ch = g->units[0] > 1 ? h->nccl_p2p_net_channels : h->nccl_channels;
-		b += (double)u->peers * ch * L->conns[ALGO_P2P] * h->nccl_conn_bytes;
+		/* a rank at the edge of its NVLink domain: its peers inside the domain have P2P
+		 * connections on every channel a peer gets; those across the network share one pool
+		 * per direction on each of the communicator's channels (net.cc shared buffers) */
+		int k = g->units[0] > 1 ? g->units[0] : 1, per_domain = g->n / k;
+		int local = u->peers - (k > 1);
+		if (local > per_domain - 1) local = per_domain - 1;
+		int ch = h->nccl_channels;
+		if (k > 1) /* the fewest over the peers, halved until every peer fits one round of
+			    * 8 per channel (paths.cc ncclTopoComputeP2pChannels) */
+			for (ch = h->nccl_p2p_net_channels; ch > 1 && ch * ((g->n + 7) / 8) > h->nccl_channels;) ch /= 2;
+		b += (double)(local > 0 ? local : 0) * ch * L->conns[ALGO_P2P] * h->nccl_conn_bytes;
+		if (k > 1) b += 2.0 * h->nccl_channels * L->p2p_net_shared_bytes;
 	}
 	return b;
 }

@@ -23,6 +23,7 @@ struct coll_lib {
 	double pat_rank_s;        /* PAT latency per rank */
 	double conns[ALGO_COUNT + 1]; /* connections per channel each algorithm sets up; P2P: per peer */
 	double nvls_head_bytes;   /* NVLS buffers per NVLink-SHARP head (one per GPU of the domain) */
+	double p2p_net_shared_bytes; /* per channel and direction: the pool all network send/recv peers share */
 };
 
 /* One tier of the fabric: the NVLink domain (tier 0), then network tiers (a leaf or rail

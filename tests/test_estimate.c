@@ -169,12 +169,13 @@ static void test_fits_and_oom(const struct model *m8, const struct model *m405, 
 	 * span 2 nodes, where NCCL's model prices tree LL at 6.8 + 2 x 7 x 0.6 + 2 x 1 x 5 = 25.2 us
 	 * against ring LL's 6.6 + 28 x 0.6 + 2 x 2.7 = 28.8 us (profiles/comm/nccl.json), so each
 	 * connects a tree, 3 connections on 32 channels; TP's NVLS 8 x 32 MiB; the pipeline's one
-	 * peer (pp 2) on another node gets max(1 NIC, ceil(50 GB/s / 14)) = 4 channels of a send
-	 * and a receive connection (NCCL src/graph/paths.cc ncclTopoGetNchannels) */
+	 * peer (pp 2) is on another node, so its sends and receives use the network's shared pools,
+	 * one per direction, 32 channels x 16 steps x 128 KiB (NCCL src/transport/net.cc: no
+	 * buffers of their own for send/recv connections) */
 	if (run(m8, h, KV("gpus", "16", "tp", "8", "pp", "2", "gbs", "16"), &p, &e)) return;
 	CHECK(e.nccl_comms == 4, "tp 8 pp 2: world, TP, PP, model-parallel communicators, got %d", e.nccl_comms);
-	CHECK_REL(e.nonpool_bytes, (512 + 2 * 3 * 32 * 9.19 + 8 * 32 + 1 * 4 * 2 * 9.19) * 1048576.0, 1e-9,
-		  "context, two trees, NVLS and one network send/recv peer");
+	CHECK_REL(e.nonpool_bytes, (512 + 2 * 3 * 32 * 9.19 + 8 * 32 + 2 * 32 * 2) * 1048576.0, 1e-9,
+		  "context, two trees, NVLS and the network send/recv pools");
 	/* llama-3-8b in bf16 on 8 GPUs with TP 8 fits in 80 GB (16 B/param / 8 = 16 GB of states) */
 	if (run(m8, h, KV("gpus", "8", "tp", "8"), &p, &e)) return;
 	CHECK(e.fits, "llama-3-8b tp 8 on 8 x %s should fit (peak %.4g)", h->name, e.peak_mem_bytes);
@@ -319,6 +320,25 @@ static void test_ep_dispatch(const struct hw *h)
 	double tok = 2.0 * 1024 * 4096;
 	double a2a = 9.9e-6 + tok * (0.75 / (46e9 * 0.9) + 1.0 / (370e9 * 0.9));
 	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 8 over 2 nodes: per-node dispatch");
+	/* its NCCL memory, the plan less the same plan at ep 1 (which has no EP communicator): the
+	 * 3 peers in the rank's node on 4 channels (the fewest over its peers: a network peer of
+	 * one 400 Gb/s NIC, NCCL src/graph/paths.cc) of a send and a receive connection of
+	 * 9.19 MiB, and one pool per direction on 32 channels of 16 x 128 KiB shared by the 4
+	 * network peers (src/transport/net.cc sharedNetBuffersInit) */
+	struct estimate e1;
+	if (run(&mx, h, KV("gpus", "8", "gpus_per_node", "4", "dp", "8", "ep", "1", "seq", "1024", "mbs", "1", "gbs", "8"), &p, &e1)) return;
+	CHECK(e.nccl_comms == e1.nccl_comms + 1, "ep 8 adds one communicator: %d vs %d", e.nccl_comms, e1.nccl_comms);
+	CHECK_REL(e.nonpool_bytes - e1.nonpool_bytes, (3 * 4 * 2 * 9.19 + 2 * 32 * 2) * 1048576.0, 1e-9,
+		  "ep 8 over 2 nodes: 3 NVLink peers' connections and the network peers' shared pool");
+	/* ep 128 over 16 nodes: 4 channels a peer would take 4 x ceil(128 / 8) = 64 of the 32
+	 * channels for one round of 8 peers per channel, so NCCL halves them to 2 (paths.cc
+	 * ncclTopoComputeP2pChannels) for the 7 NVLink peers; the pools are the same */
+	struct model ds;
+	if (model_load("deepseek-v3", &ds, err)) { CHECK(0, "%s", err); return; }
+	if (run(&ds, h, KV("gpus", "128", "dp", "128", "ep", "128", "seq", "1024", "mbs", "1", "gbs", "128"), &p, &e)) return;
+	if (run(&ds, h, KV("gpus", "128", "dp", "128", "ep", "1", "seq", "1024", "mbs", "1", "gbs", "128"), &p, &e1)) return;
+	CHECK_REL(e.nonpool_bytes - e1.nonpool_bytes, (7 * 2 * 2 * 9.19 + 2 * 32 * 2) * 1048576.0, 1e-9,
+		  "ep 128 over 16 nodes: 2 channels a peer");
 	/* ep 2 in one node, 4 experts per rank, top-2: a token reaches a rank unless both of its
 	 * experts lie on the other one, 1 − C(4,2)/C(8,2) = 22/28, so 2·22/28 = 1.5714 copies per
 	 * token (not 2), half of them to the other rank, 6.6 MB: Simple over one NVLink hop,
