@@ -56,8 +56,9 @@ static void take(double *best, int *algo, int a, double t)
 	if (t >= 0 && (*best < 0 || t < *best)) { *best = t; *algo = a; }
 }
 
-/* the time and the (algorithm) NCCL's cost model picks; send/recv and all-to-all report
- * ALGO_P2P, a measured table ALGO_RING (what NCCL runs for large messages in one domain) */
+/* the time of the algorithm NCCL's cost model picks, and that algorithm; send/recv and
+ * all-to-all report ALGO_P2P, a measured table ALGO_RING (what NCCL runs for large messages in
+ * one domain) */
 static double coll_pick(const struct hw *h, enum coll c, double bytes, const struct span *g, int *algo)
 {
 	int n = g->n;
@@ -113,11 +114,6 @@ double coll_time(const struct hw *h, enum coll c, double bytes, const struct spa
 
 int coll_algo(const struct hw *h, enum coll c, double bytes, const struct span *g)
 {
-	if (c == COLL_SENDRECV || c == COLL_ALLTOALL) return ALGO_P2P;
-	/* ring is the only candidate of coll_pick unless tree, NVLS or PAT may run: no pricing */
-	int n = g->n, k = g->units[0] < n ? g->units[0] : n;
-	if (n <= 1 || (c == COLL_ALLREDUCE ? k == 1 && (n <= 2 || h->tier[0].nvls_busbw_bps <= 0) : k <= 1 || k < n))
-		return ALGO_RING;
 	int a;
 	coll_pick(h, c, bytes, g, &a);
 	return a;
