@@ -43,46 +43,44 @@ void coll_bandwidths(const struct hw *h, const struct span *g, double *nvl_bps, 
 	*net_bps = (net ? net : nvl) * h->comm_eff;
 }
 
-/* The time of one (algorithm, protocol): base + hops, then the traffic at the protocol's share
- * of the bandwidth; < 0 when NCCL does not offer the pair. */
-static double algo_time(const struct coll_lib *L, int a, int p, double hops_nvl, double hops_net, double traffic_s)
+/* One (algorithm, protocol) NCCL offers: base + hops, then the traffic at the protocol's
+ * share of the bandwidth, as a line in the message size; nothing when NCCL does not offer the
+ * pair. traffic_per_byte: seconds per byte of the message at the full bandwidth. */
+static void offer(struct coll_fit *f, const struct coll_lib *L, int algo, int a, int p, double hops_nvl,
+		  double hops_net, double traffic_per_byte, double fixed)
 {
-	if (L->base_s[a][p] < 0 || L->hop_nvl_s[a][p] < 0 || L->hop_net_s[a][p] < 0) return -1;
-	return L->base_s[a][p] + hops_nvl * L->hop_nvl_s[a][p] + hops_net * L->hop_net_s[a][p] + traffic_s / L->bw_frac[p];
+	if (L->base_s[a][p] < 0 || L->hop_nvl_s[a][p] < 0 || L->hop_net_s[a][p] < 0) return;
+	int i = f->n++;
+	f->algo[i] = (signed char)algo;
+	f->base[i] = L->base_s[a][p] + hops_nvl * L->hop_nvl_s[a][p] + hops_net * L->hop_net_s[a][p] + fixed;
+	f->per_byte[i] = traffic_per_byte / L->bw_frac[p];
 }
 
-static void take(double *best, int *algo, int a, double t)
-{
-	if (t >= 0 && (*best < 0 || t < *best)) { *best = t; *algo = a; }
-}
-
-/* the time of the algorithm NCCL's cost model picks, and that algorithm; send/recv and
- * all-to-all report ALGO_P2P, a measured table ALGO_RING (what NCCL runs for large messages in
- * one domain) */
-static double coll_pick(const struct hw *h, enum coll c, double bytes, const struct span *g, int *algo)
+/* the candidates NCCL's cost model weighs for c over g, in the order it weighs them;
+ * send/recv and all-to-all report ALGO_P2P */
+void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct coll_fit *f)
 {
 	int n = g->n;
-	*algo = c == COLL_SENDRECV || c == COLL_ALLTOALL ? ALGO_P2P : ALGO_RING;
-	if (n <= 1 || bytes <= 0) return 0;
-	double t_meas; /* inside one NVLink domain a measured table of the op and group size wins */
-	if (h->tables.present && g->units[0] <= 1 && hwt_coll_s(&h->tables, c, n, bytes, 1,
-					   1 / hwt_ratio(h->comm_eff * h->tier[0].busbw_bps, h->tables.ref_comm_eff * h->tables.ref_bw_bps), &t_meas))
-		return t_meas;
+	f->c = c;
+	f->g = *g;
+	f->n = 0;
+	f->table = h->tables.present && g->units[0] <= 1;
+	if (n <= 1) return;
 	const struct coll_lib *L = &h->lib;
 	int k = g->units[0] < n ? g->units[0] : n;
-	double ppn = (double)n / k, f = coll_busbw_factor(c, n), nvl, net, best = -1;
+	double ppn = (double)n / k, fb = coll_busbw_factor(c, n), nvl, net;
 	coll_bandwidths(h, g, &nvl, &net);
 	if (c == COLL_SENDRECV) { /* one hop, ring latency; Simple/LL128/LL by size */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo, ALGO_P2P, algo_time(L, ALGO_RING, p, k == 1, k > 1, bytes / (k > 1 ? net : nvl)));
-		return best;
+			offer(f, L, ALGO_P2P, ALGO_RING, p, k == 1, k > 1, 1 / (k > 1 ? net : nvl), 0);
+		return;
 	}
 	if (c == COLL_ALLTOALL) {
 		/* no ring: every byte for another node crosses a NIC, the rest NVLink, all at once;
 		 * one hop of latency per peer class */
-		double t = k > 1 ? fmax(bytes * f * (k - 1) / k / net, bytes * f / k / nvl) : bytes * f / nvl;
-		for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo, ALGO_P2P, algo_time(L, ALGO_RING, p, 1, k > 1, t));
-		return best;
+		double t = k > 1 ? fmax(fb * (k - 1) / k / net, fb / k / nvl) : fb / nvl;
+		for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, ALGO_P2P, ALGO_RING, p, 1, k > 1, t, 0);
+		return;
 	}
 	/* ring: (n−1) steps per phase, all-reduce has two phases; (k−1) of each phase's steps
 	 * leave a node (NCCL's latency model); the ring itself is a cycle that leaves every node
@@ -91,19 +89,40 @@ static double coll_pick(const struct hw *h, enum coll c, double bytes, const str
 	 * time [nccl-tests#309: 8 NICs per node bound a multi-node ring at 8 NIC rates] */
 	double ph = c == COLL_ALLREDUCE ? 2 : 1, steps = ph * (n - 1), net_steps = ph * (k - 1);
 	double share = k > 1 ? (double)k / n : 0;
-	double ring_s = k > 1 ? bytes * f * fmax(share / net, ppn > 1 ? (1 - share) / nvl : 0) : bytes * f / nvl;
-	for (int p = 0; p < PROTO_COUNT; p++) take(&best, algo, ALGO_RING, algo_time(L, ALGO_RING, p, steps - net_steps, net_steps, ring_s));
+	double ring = k > 1 ? fb * fmax(share / net, ppn > 1 ? (1 - share) / nvl : 0) : fb / nvl;
+	for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, ALGO_RING, ALGO_RING, p, steps - net_steps, net_steps, ring, 0);
 	double lk = k > 1 && (c == COLL_ALLREDUCE || ppn == 1) ? log2(k) : 0;
 	if (c == COLL_ALLREDUCE && k > 1) /* tree: a chain inside each node, a tree across nodes */
-		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo, ALGO_TREE, algo_time(L, ALGO_TREE, p, 2 * (ppn - 1), 2 * lk, ring_s));
+		for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, ALGO_TREE, ALGO_TREE, p, 2 * (ppn - 1), 2 * lk, ring, 0);
 	if (c == COLL_ALLREDUCE && k == 1 && n > 2 && h->tier[0].nvls_busbw_bps > 0) /* NVLink SHARP */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo, ALGO_NVLS, algo_time(L, ALGO_NVLS, p, 1, 0, bytes * f / (h->tier[0].nvls_busbw_bps * h->comm_eff)));
+			offer(f, L, ALGO_NVLS, ALGO_NVLS, p, 1, 0, fb / (h->tier[0].nvls_busbw_bps * h->comm_eff), 0);
 	if (c != COLL_ALLREDUCE && k > 1 && ppn == 1) /* PAT: one rank per node */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			take(&best, algo, ALGO_PAT, algo_time(L, ALGO_PAT, p, 0, lk / 3.5, ring_s / L->pat_bw_frac) + (L->base_s[ALGO_PAT][p] >= 0 ? n * L->pat_rank_s : 0));
+			offer(f, L, ALGO_PAT, ALGO_PAT, p, 0, lk / 3.5, ring / L->pat_bw_frac, n * L->pat_rank_s);
+}
+
+double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes, int *algo)
+{
+	*algo = f->c == COLL_SENDRECV || f->c == COLL_ALLTOALL ? ALGO_P2P : ALGO_RING;
+	if (f->g.n <= 1 || bytes <= 0) return 0;
+	double t; /* inside one NVLink domain a measured table of the op and group size wins */
+	if (f->table && hwt_coll_s(&h->tables, f->c, f->g.n, bytes, 1,
+				   1 / hwt_ratio(h->comm_eff * h->tier[0].busbw_bps, h->tables.ref_comm_eff * h->tables.ref_bw_bps), &t))
+		return t;
+	double best = -1; /* the first of the fastest, as NCCL's search keeps it */
+	for (int i = 0; i < f->n; i++) {
+		t = f->base[i] + bytes * f->per_byte[i];
+		if (best < 0 || t < best) { best = t; *algo = f->algo[i]; }
+	}
 	return best;
+}
+
+static double coll_pick(const struct hw *h, enum coll c, double bytes, const struct span *g, int *algo)
+{
+	struct coll_fit f;
+	coll_fit_init(h, c, g, &f);
+	return coll_fit_time(h, &f, bytes, algo);
 }
 
 double coll_time(const struct hw *h, enum coll c, double bytes, const struct span *g)

@@ -38,6 +38,21 @@ double coll_time(const struct hw *h, enum coll c, double bytes, const struct spa
  * algorithm's peers, and allocates their buffers, at the first collective that uses it. */
 int coll_algo(const struct hw *h, enum coll c, double bytes, const struct span *g);
 
+/* The candidates NCCL's cost model weighs for one collective over one group, each a line in
+ * the message size (base + bytes·per_byte), kept so that a caller pricing many messages on the
+ * same group derives them once: coll_time is coll_fit_init then coll_fit_time. */
+struct coll_fit {
+	enum coll c;
+	struct span g;
+	int table;                  /* a measured table of the profile applies (one NVLink domain) */
+	int n;
+	signed char algo[ALGO_COUNT * PROTO_COUNT];
+	double base[ALGO_COUNT * PROTO_COUNT], per_byte[ALGO_COUNT * PROTO_COUNT];
+};
+void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct coll_fit *f);
+/* the time of the candidate NCCL picks for `bytes`, and its algorithm (as coll_algo) */
+double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes, int *algo);
+
 /* Its latency alone: the time of the smallest message (one element). */
 double coll_latency(const struct hw *h, enum coll c, const struct span *g);
 

@@ -176,11 +176,11 @@ static void tp_outside_blocks(struct ectx *c)
 	const struct plan *p = c->p;
 	if (p->tp <= 1) return;
 	double S = c->act_bytes * c->T * c->m->hidden;
-	double ar = coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
-	double ce = 3 * coll_time(c->h, COLL_ALLREDUCE, 4.0 * c->T, &c->tp_g);
+	double ar = ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
+	double ce = 3 * ectx_coll_time(c, COLL_ALLREDUCE, 4.0 * c->T, &c->tp_g);
 	if (p->sp) {
-		double ag = coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g);
-		double rs = coll_time(c->h, COLL_REDUCESCATTER, S, &c->tp_g);
+		double ag = ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g);
+		double rs = ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g);
 		c->tp_embed_f = rs;
 		c->tp_embed_b = ag;
 		c->tp_head_f = ce + ag;
@@ -205,13 +205,15 @@ struct comm_use {
 	int peers;                  /* send/recv peers (no collective) */
 };
 
-static double comm_bytes(const struct hw *h, const struct span *g, const struct comm_use *u)
+static double comm_bytes(const struct ectx *c, const struct span *g, const struct comm_use *u)
 {
+	const struct hw *h = c->h;
 	const struct coll_lib *L = &h->lib;
 	if (g->n <= 1) return 0;
 	int used[ALGO_COUNT] = {0};
 	for (int i = 0; i < u->n; i++) {
-		int a = coll_algo(h, u->coll[i], u->bytes, g);
+		int a;
+		ectx_coll(c, u->coll[i], u->bytes, g, &a);
 		if (a < ALGO_COUNT) used[a] = 1;
 	}
 	double conns = used[ALGO_RING] * L->conns[ALGO_RING] + used[ALGO_TREE] * L->conns[ALGO_TREE];
@@ -236,6 +238,29 @@ static double comm_bytes(const struct hw *h, const struct span *g, const struct 
 }
 
 /* what the caching allocator may grow to: HBM less what it cannot use */
+static int span_eq(const struct span *a, const struct span *b)
+{
+	if (a->n != b->n) return 0;
+	for (int t = 0; t < HW_MAX_TIERS; t++)
+		if (a->units[t] != b->units[t]) return 0;
+	return 1;
+}
+
+double ectx_coll(const struct ectx *c, enum coll k, double bytes, const struct span *g, int *algo)
+{
+	struct coll_memo *mm = c->memo;
+	*algo = k == COLL_SENDRECV || k == COLL_ALLTOALL ? ALGO_P2P : ALGO_RING;
+	if (g->n <= 1 || bytes <= 0) return 0; /* as coll_fit_time */
+	struct coll_fit *f = NULL, tmp;
+	for (int i = 0; i < mm->n && !f; i++)
+		if (mm->f[i].c == k && span_eq(&mm->f[i].g, g)) f = &mm->f[i];
+	if (!f) {
+		f = mm->n < (int)(sizeof(mm->f) / sizeof(mm->f[0])) ? &mm->f[mm->n++] : &tmp;
+		coll_fit_init(c->h, k, g, f);
+	}
+	return coll_fit_time(c->h, f, bytes, algo);
+}
+
 static void pool_capacity(struct ectx *c)
 {
 	const struct model *m = c->m;
@@ -258,7 +283,7 @@ static void pool_capacity(struct ectx *c)
 					  : (struct comm_use){1, {COLL_ALLREDUCE}, bucket, 0};
 	struct comm_use pp = {0, {0}, 0, p->pp > 2 ? 2 : 1}, cp = {0, {0}, 0, p->cp > 2 ? 2 : 1};
 	struct comm_use ep = {0, {0}, 0, p->ep - 1};
-	double nccl = comm_bytes(h, &world, &scalar);
+	double nccl = comm_bytes(c, &world, &scalar);
 	c->nccl_comms = p->gpus > 1;
 	struct { int on; const struct span *g; const struct comm_use *u; } comms[] = {
 		{p->tp > 1, &c->tp_g, &tp},
@@ -272,17 +297,20 @@ static void pool_capacity(struct ectx *c)
 	};
 	for (size_t i = 0; i < sizeof(comms) / sizeof(comms[0]); i++)
 		if (comms[i].on) {
-			nccl += comm_bytes(h, comms[i].g, comms[i].u);
+			nccl += comm_bytes(c, comms[i].g, comms[i].u);
 			c->nccl_comms++;
 		}
 	c->pool_capacity = h->hbm_bytes - h->context_bytes - nccl;
 }
 
-static int ectx_init(struct ectx *c, const struct model *m, const struct hw *h, const struct plan *p, char *err)
+static int ectx_init(struct ectx *c, struct coll_memo *memo, const struct model *m, const struct hw *h,
+		     const struct plan *p, char *err)
 {
 	struct layout l;
 	memset(c, 0, sizeof(*c));
 	c->m = m; c->h = h; c->p = p;
+	memo->n = 0;
+	c->memo = memo;
 	if (layout_init(&l, p, err)) return -1;
 	c->mb = plan_microbatches(p);
 	c->T = (double)p->mbs * p->seq / p->cp;
@@ -338,11 +366,11 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	*total = *exposed = 0;
 	if (n <= 1 && ne <= 1) return;
 	if (p->zero == 0)
-		t_red = coll_time(h, COLL_ALLREDUCE, gd, &c->dpcp_g) + coll_time(h, COLL_ALLREDUCE, ge, &c->edp_g);
+		t_red = ectx_coll_time(c, COLL_ALLREDUCE, gd, &c->dpcp_g) + ectx_coll_time(c, COLL_ALLREDUCE, ge, &c->edp_g);
 	else
-		t_red = coll_time(h, COLL_REDUCESCATTER, gd, &c->dpcp_g) + coll_time(h, COLL_REDUCESCATTER, ge, &c->edp_g);
+		t_red = ectx_coll_time(c, COLL_REDUCESCATTER, gd, &c->dpcp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, ge, &c->edp_g);
 	if (p->zero >= 1)
-		t_ag = coll_time(h, COLL_ALLGATHER, pd, &c->dpcp_g) + coll_time(h, COLL_ALLGATHER, pe, &c->edp_g);
+		t_ag = ectx_coll_time(c, COLL_ALLGATHER, pd, &c->dpcp_g) + ectx_coll_time(c, COLL_ALLGATHER, pe, &c->edp_g);
 	/* the last bucket cannot overlap; Megatron's bucket is max(40M, 1M·dp) params [TV-G4] */
 	double bucket = fmax(40e6, 1e6 * n) / fmax(1, w->params);
 	double tail = t_red * fmin(1, bucket);
@@ -378,8 +406,8 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		 * next gather and the previous block's reduce-scatter share the window, and the
 		 * last reduce-scatter is exposed. */
 		double L = fmax(1, w->layers);
-		double g = coll_time(h, COLL_ALLGATHER, pd / L, &c->dpcp_g) + coll_time(h, COLL_ALLGATHER, pe / L, &c->edp_g);
-		double rs = coll_time(h, COLL_REDUCESCATTER, gd / L, &c->dpcp_g) + coll_time(h, COLL_REDUCESCATTER, ge / L, &c->edp_g);
+		double g = ectx_coll_time(c, COLL_ALLGATHER, pd / L, &c->dpcp_g) + ectx_coll_time(c, COLL_ALLGATHER, pe / L, &c->edp_g);
+		double rs = ectx_coll_time(c, COLL_REDUCESCATTER, gd / L, &c->dpcp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, ge / L, &c->edp_g);
 		if (p->zero3_gather_gbps > 0) { /* the framework's own rate bounds them (plan.h) */
 			double rate = p->zero3_gather_gbps * 1e9;
 			g = fmax(g, (pd / L * coll_busbw_factor(COLL_ALLGATHER, n) + pe / L * coll_busbw_factor(COLL_ALLGATHER, ne)) / rate);
@@ -534,7 +562,7 @@ static double step_span(const struct ectx *c, const struct rank_work *w, int np,
 		struct span pair = span_nodes(2, c->pp_cross ? 2 : 1);
 		if (c->pp_cross) /* a neighbour in another unit of every tier the pipeline group spans */
 			for (int t = 1; t < HW_MAX_TIERS; t++) pair.units[t] = c->pp_g.units[t] > 1 ? 2 : 1;
-		*t_p2p = coll_time(c->h, COLL_SENDRECV, bytes, &pair);
+		*t_p2p = ectx_coll_time(c, COLL_SENDRECV, bytes, &pair);
 	}
 	double span = pipeline_span(p, c->mb, w, np, *t_p2p, pp_exposed);
 	/* with more than 64 stages, sum-based terms scale with the true count */
@@ -651,8 +679,9 @@ int estimate_plan(const struct model *m, const struct hw *h, const struct plan *
 		  struct estimate *e, char *err)
 {
 	struct ectx c;
+	struct coll_memo memo;
 	memset(e, 0, sizeof(*e));
-	if (ectx_init(&c, m, h, p, err)) return -1;
+	if (ectx_init(&c, &memo, m, h, p, err)) return -1;
 	struct layer_cost dense, moe;
 	layer_cost(&c, 0, &dense);
 	if (model_is_moe(m)) layer_cost(&c, 1, &moe);

@@ -257,8 +257,8 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	const struct plan *p = c->p;
 	if (p->tp <= 1) return;
 	double t = d->t, S = d->E * d->T * d->H, g = cm->g;
-	double ar = coll_time(c->h, COLL_ALLREDUCE, S, &c->tp_g);
-	double rg = p->sp && p->tp_regather ? 2 * coll_time(c->h, COLL_ALLGATHER, S, &c->tp_g) : 0;
+	double ar = ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
+	double rg = p->sp && p->tp_regather ? 2 * ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
 	double cf = 2 * ar, cb = 2 * ar;
 	if (!p->overlap_tp_comm) {
 		lc->tp_f = cf;
@@ -294,7 +294,6 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 static void cp_cost(const struct ectx *c, const struct dims *d, const struct compute *cm, struct layer_cost *lc)
 {
 	const struct plan *p = c->p;
-	const struct hw *h = c->h;
 	if (p->cp <= 1) return;
 	/* every ring step waits on its P2P exchange before the next block's attention may start
 	 * [Ring Attention (Liu et al. 2023) §3, Alg. 1; PyTorch _templated_ring_attention waits
@@ -302,8 +301,8 @@ static void cp_cost(const struct ectx *c, const struct dims *d, const struct com
 	 * in forward and again in backward; only the transfer hides behind the block */
 	double kv = d->E * 2 * d->T * d->kvd_t, steps = p->cp - 1;
 	struct span pair = span_nodes(2, c->cp_g.units[0] > 1 ? 2 : 1);
-	double lat = coll_latency(h, COLL_SENDRECV, &pair);
-	double xfer = coll_time(h, COLL_SENDRECV, kv, &pair) - lat;
+	double lat = ectx_coll_time(c, COLL_SENDRECV, 1e-9, &pair);
+	double xfer = ectx_coll_time(c, COLL_SENDRECV, kv, &pair) - lat;
 	lc->cp_f = steps * lat + fmax(0, steps * xfer - cm->a_f * steps / p->cp);
 	lc->cp_b = steps * lat + fmax(0, 2 * steps * xfer - cm->a_b * steps / p->cp);
 }
@@ -333,9 +332,9 @@ static void ep_cost(const struct ectx *c, const struct dims *d, struct layer_cos
 		double kn = c->ep_g.units[0], topk = m->moe_topk, nvl, net;
 		double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
 		coll_bandwidths(h, &c->ep_g, &nvl, &net);
-		a2a = coll_latency(h, COLL_ALLTOALL, &c->ep_g) + tok * (remote / net + dest / kn / nvl);
+		a2a = ectx_coll_time(c, COLL_ALLTOALL, 1e-9, &c->ep_g) + tok * (remote / net + dest / kn / nvl);
 	} else {
-		a2a = coll_time(h, COLL_ALLTOALL, tok * dest, &c->ep_g);
+		a2a = ectx_coll_time(c, COLL_ALLTOALL, tok * dest, &c->ep_g);
 	}
 	double expose = sched_family(p->schedule)->flags & SCHED_F_EP_OVERLAP ? 0.1 : 1.0;
 	lc->ep_f = 2 * a2a * expose;

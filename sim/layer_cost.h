@@ -14,6 +14,12 @@ struct model;
 struct hw;
 struct plan;
 
+/* The collectives' candidates on the groups of one estimate, each derived at its first use. */
+struct coll_memo {
+	int n;
+	struct coll_fit f[16];
+};
+
 /* Everything derived once from (model, hw, plan). */
 struct ectx {
 	const struct model *m;
@@ -32,6 +38,7 @@ struct ectx {
 	double tp_head_f, tp_head_b;   /* of the LM head and its vocab-parallel loss */
 	double pool_capacity;       /* HBM less the memory outside the caching allocator */
 	int nccl_comms;             /* NCCL communicators one rank uses */
+	struct coll_memo *memo;     /* the estimate's, written through a const ectx */
 };
 
 /* Cost of one decoder block for one micro-batch on one rank. Times in seconds. */
@@ -55,6 +62,13 @@ struct layer_cost {
 double gemm_t(const struct ectx *c, double M, double N, double K, double count);
 /* time of moving `bytes` through HBM (element-wise kernels) */
 double elem_t(const struct ectx *c, double bytes);
+/* coll_time and coll_algo of collective k over g, through the estimate's memo */
+double ectx_coll(const struct ectx *c, enum coll k, double bytes, const struct span *g, int *algo);
+static inline double ectx_coll_time(const struct ectx *c, enum coll k, double bytes, const struct span *g)
+{
+	int a;
+	return ectx_coll(c, k, bytes, g, &a);
+}
 /* a dense block (moe = 0) or an MoE block (moe = 1) */
 void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc);
 
