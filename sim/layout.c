@@ -25,16 +25,21 @@ int layout_init(struct layout *l, const struct plan *p, char *err)
 	l->gpus_per_node = p->gpus_per_node > 0 ? p->gpus_per_node : l->world;
 	if ((p->tp * p->cp * p->dp) % (p->ep * l->etp) || p->tp % l->etp)
 		return errf(err, "layout: ep*etp (%d) does not divide tp*dp*cp (%d)", p->ep * l->etp, p->tp * p->cp * p->dp);
-	char buf[32];
-	strcpy(buf, p->order);
-	int stride = 1, n = 0;
-	for (char *tok = strtok(buf, "-"); tok; tok = strtok(NULL, "-")) {
-		for (int d = 0; d < DIM_COUNT; d++)
-			if (!strcmp(tok, dim_tok[d])) {
+	/* the order's '-'-separated names, innermost first; walked in place (every estimate
+	 * lays its plan out, and strtok is neither reentrant nor cheap) */
+	int stride = 1, n = 0, seen = 0;
+	for (const char *tok = p->order; *tok;) {
+		size_t len = 0;
+		while (tok[len] && tok[len] != '-') len++;
+		for (int d = 0; d < DIM_COUNT; d++) /* every name is two letters */
+			if (len == 2 && tok[0] == dim_tok[d][0] && tok[1] == dim_tok[d][1] && !(seen & 1 << d)) {
+				seen |= 1 << d;
 				l->stride[d] = stride;
 				stride *= l->size[d];
 				n++;
 			}
+		tok += len;
+		if (*tok) tok++;
 	}
 	if (n != DIM_COUNT)
 		return errf(err, "layout: order '%s' is not a permutation of tp, cp, dp, pp", p->order);
