@@ -193,7 +193,8 @@ static int set_order(struct plan *p, const char *v, char *err)
 	if (strlen(v) >= sizeof(buf))
 		return errf(err, "plan: order: '%s' is too long", v);
 	strcpy(buf, v);
-	for (char *tok = strtok(buf, "-,"); tok; tok = strtok(NULL, "-,")) {
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, "-,", &save); tok; tok = strtok_r(NULL, "-,", &save)) {
 		if (!strcmp(tok, "ep")) continue;
 		int k = -1;
 		for (int i = 0; i < 4; i++) if (!strcmp(tok, want[i])) k = i;

@@ -18,7 +18,8 @@ static int start_ticks(long pid, unsigned long long *ticks)
 	if (!text) return -1;
 	char *p = strrchr(text, ')');
 	int field = 2, rc = -1;
-	for (char *tok = p ? strtok(p + 1, " ") : NULL; tok; tok = strtok(NULL, " "))
+	char *save = NULL;
+	for (char *tok = p ? strtok_r(p + 1, " ", &save) : NULL; tok; tok = strtok_r(NULL, " ", &save))
 		if (++field == 22) {
 			*ticks = strtoull(tok, NULL, 10);
 			rc = 0;
