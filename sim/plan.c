@@ -23,6 +23,7 @@ struct plan_key {
 };
 
 static const char *const alloc_names[ALLOC_COUNT] = {"native", "expandable"};
+static const char *const split_names[SPLIT_COUNT] = {"balanced", "cost"};
 static const char *const fp8_names[FP8_COUNT] = {"te", "torchao"};
 
 #define OFF(f) offsetof(struct plan, f)
@@ -66,6 +67,7 @@ static const struct plan_key plan_keys[] = {
 	{"reduce_per_mb", K_BOOL, OFF(reduce_per_mb), 0, 1, "ZeRO-2: reduce-scatter every micro-batch (DeepSpeed, FSDP); 0: once per step", NULL},
 	{"allocator", K_ENUM, OFF(allocator), 0, ALLOC_COUNT, "native|expandable (PyTorch expandable_segments)", alloc_names},
 	{"fp8_impl", K_ENUM, OFF(fp8_impl), 0, FP8_COUNT, "te|torchao: who runs the FP8 GEMMs", fp8_names},
+	{"pp_split", K_ENUM, OFF(pp_split), 0, SPLIT_COUNT, "balanced|cost: the default layer split over pipeline stages (cost: nanotron's, by cumulative parameter cost with the LM head counted)", split_names},
 	{"fp8_params", K_BOOL, OFF(fp8_params), 0, 1, "FP8 primary weights (TE fp8_param_gather): no bf16 weight copy", NULL},
 	{"zero3_live_params", K_INT, OFF(zero3_live_params), 0, 2000000000, "ZeRO-3 gathers module by module, at most this many parameters gathered at once (DeepSpeed stage3_max_live_parameters; 0: per block with one prefetched, FSDP)", NULL},
 	{"zero3_gather_gbps", K_INT, OFF(zero3_gather_gbps), 0, 100000, "ZeRO-3 collectives capped at this per-GPU GB/s by the framework (0: the fabric's)", NULL},
@@ -480,7 +482,7 @@ int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char
 		if (n > PLAN_MAX_STAGES) return errf(err, "plan: more than %d pipeline stages", PLAN_MAX_STAGES);
 		if (n > m->layers)
 			return errf(err, "plan: pp*chunks (%d) exceeds num_hidden_layers (%d)", n, m->layers);
-		plan_balanced_split(p, m->layers);
+		plan_default_split(p, m);
 	}
 	return 0;
 }
@@ -505,6 +507,28 @@ void plan_balanced_split(struct plan *p, int layers)
 		p->stage_layers[i]++;
 		i = (i + 1) % n;
 	}
+	p->nstage_layers = n;
+}
+
+void plan_default_split(struct plan *p, const struct model *m)
+{
+	int n = plan_stages(p), L = m->layers;
+	if (p->pp_split != SPLIT_COST || n < 2 || n > L) {
+		plan_balanced_split(p, L);
+		return;
+	}
+	double h = m->hidden, layer = 4 * h * h + 3 * h * (m->ffn_hidden > 0 ? m->ffn_hidden : m->moe_ffn_hidden);
+	double head = (double)m->vocab * h, total = L * layer + head, cum = 0;
+	int rank = 0;
+	for (int i = 0; i < n; i++) p->stage_layers[i] = 0;
+	for (int l = 0; l < L; l++) { /* the embedding and the blocks after the head cost nothing */
+		p->stage_layers[rank]++;
+		cum += layer;
+		if (cum > total * (rank + 1) / n && rank < n - 1) rank++;
+	}
+	for (int i = n - 1; i > 0; i--) /* every stage computes at least one layer */
+		for (int j = i - 1; p->stage_layers[i] == 0 && j >= 0; j--)
+			if (p->stage_layers[j] > 1) { p->stage_layers[j]--; p->stage_layers[i]++; }
 	p->nstage_layers = n;
 }
 

@@ -33,6 +33,13 @@ enum allocator { ALLOC_NATIVE, ALLOC_EXPANDABLE, ALLOC_COUNT };
  * the GEMM inputs saved for backward, FP8 weights cached per step) or torchao's Float8Linear
  * (dynamic per-tensor casts as separate kernels) */
 enum fp8_impl { FP8_TE, FP8_TORCHAO, FP8_COUNT };
+/* the default split of the layers over the pipeline stages when stage_layers is not given:
+ * equal shares with the remainder on the middle stages, or nanotron's (build_model): the
+ * pipeline blocks in order (embedding, layers, final norm, LM head, fp32 cast, loss) each to
+ * the current rank, which moves on once the blocks' cumulative cost passes (rank + 1) / pp
+ * of the total; a decoder layer costs 4h^2 + 3h·ffn, the LM head V·h, the rest nothing
+ * (LlamaForTraining.get_block_compute_costs) */
+enum pp_split { SPLIT_BALANCED, SPLIT_COST, SPLIT_COUNT };
 
 #define PLAN_MAX_STAGES 512
 #define PLAN_NAME_LEN 256
@@ -90,6 +97,7 @@ struct plan {
 	                              * (DeepSpeed, FSDP); 0: accumulated in a full buffer, once per step */
 	int allocator;               /* enum allocator */
 	int fp8_impl;                /* enum fp8_impl */
+	int pp_split;                /* enum pp_split */
 	int fp8_params;              /* FP8 primary weights (TE fp8_param_gather): no bf16 copy */
 	int zero3_live_params;       /* > 0: ZeRO-3 gathers module by module and keeps at most this
 	                              * many parameters gathered (DeepSpeed's stage3_max_live_parameters;
@@ -145,6 +153,10 @@ int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char
 /* Fills stage_layers with the default split of `layers` over plan_stages(p) stages (at most
  * PLAN_MAX_STAGES): equal shares, the remainder on the middle stages. */
 void plan_balanced_split(struct plan *p, int layers);
+/* The split pp_split names for the model; nanotron's with every stage at least one layer (a
+ * rank it leaves without a layer, holding only the fp32 cast or the loss, borrows one from the
+ * nearest earlier rank that has two: the model keeps the head on the last stage). */
+void plan_default_split(struct plan *p, const struct model *m);
 
 /* Every divisibility and range rule; the message names the rule, e.g.
  * "plan: tp (16) does not divide num_attention_heads (40)". */

@@ -208,11 +208,41 @@ static void test_huge_numbers(void)
 	      strstr(err, "num_attention_heads (1e+19) must be in [0, 1e9]"), "1e19 heads: %s", err);
 }
 
+/* nanotron's split (models/base.py build_model with LlamaForTraining's block costs), worked by
+ * hand for Llama 3 8B: a layer costs 4h^2 + 3h*ffn = 243.3M, the head V*h = 525.3M, total
+ * 8311.9M; a rank takes blocks until their cumulative cost passes (rank + 1) / pp of it. At
+ * pp 16 the 15th rank also takes the head and the 16th only the fp32 cast and the loss; it
+ * borrows a layer from the 15th. */
+static void test_cost_split(void)
+{
+	struct model m;
+	char err[ERR_LEN];
+	CHECK(model_load("llama-3-8b", &m, err) == 0, "load llama-3-8b: %s", err);
+	static const int want2[] = {18, 14}, want4[] = {9, 9, 8, 6}, want8[] = {5, 4, 4, 5, 4, 4, 4, 2};
+	static const int want16[] = {3, 2, 2, 2, 2, 2, 2, 3, 2, 2, 2, 2, 2, 2, 1, 1};
+	struct { int pp; const int *want; } cases[] = {{2, want2}, {4, want4}, {8, want8}, {16, want16}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct plan p;
+		plan_defaults(&p);
+		p.pp = cases[c].pp; p.gpus = 8 * p.pp; p.tp = 8; p.mbs = 1; p.gbs = 64;
+		CHECK(plan_set(&p, "pp_split", "cost", err) == 0, "pp_split cost: %s", err);
+		CHECK(plan_resolve(&p, &m, NULL, err) == 0, "resolve pp %d: %s", p.pp, err);
+		int ok = p.nstage_layers == p.pp;
+		for (int i = 0; ok && i < p.pp; i++) ok = p.stage_layers[i] == cases[c].want[i];
+		CHECK(ok, "nanotron split at pp %d: first stage %d layers (want %d)", p.pp, p.stage_layers[0], cases[c].want[0]);
+	}
+	struct plan b;
+	plan_defaults(&b);
+	b.pp = 4; b.gpus = 32; b.tp = 8; b.mbs = 1; b.gbs = 64;
+	CHECK(plan_resolve(&b, &m, NULL, err) == 0 && b.stage_layers[0] == 8 && b.stage_layers[3] == 8, "balanced split stays the default");
+}
+
 int main(void)
 {
 	test_validator();
 	test_huge_numbers();
 	test_layout();
 	test_folding();
+	test_cost_split();
 	return test_summary("test_plan");
 }
