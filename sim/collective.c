@@ -104,7 +104,7 @@ void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct
 
 double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes, int *algo)
 {
-	*algo = f->c == COLL_SENDRECV || f->c == COLL_ALLTOALL ? ALGO_P2P : ALGO_RING;
+	*algo = coll_default_algo(f->c);
 	if (f->g.n <= 1 || bytes <= 0) return 0;
 	double t; /* inside one NVLink domain a measured table of the op and group size wins */
 	if (f->table && hwt_coll_s(&h->tables, f->c, f->g.n, bytes, 1,

@@ -50,6 +50,11 @@ struct coll_fit {
 	double base[ALGO_COUNT * PROTO_COUNT], per_byte[ALGO_COUNT * PROTO_COUNT];
 };
 void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct coll_fit *f);
+/* what coll_algo reports when nothing is priced (one rank, an empty message, a measured table) */
+static inline int coll_default_algo(enum coll c)
+{
+	return c == COLL_SENDRECV || c == COLL_ALLTOALL ? ALGO_P2P : ALGO_RING;
+}
 /* the time of the candidate NCCL picks for `bytes`, and its algorithm (as coll_algo) */
 double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes, int *algo);
 

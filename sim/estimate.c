@@ -237,7 +237,6 @@ static double comm_bytes(const struct ectx *c, const struct span *g, const struc
 	return b;
 }
 
-/* what the caching allocator may grow to: HBM less what it cannot use */
 static int span_eq(const struct span *a, const struct span *b)
 {
 	if (a->n != b->n) return 0;
@@ -249,8 +248,8 @@ static int span_eq(const struct span *a, const struct span *b)
 double ectx_coll(const struct ectx *c, enum coll k, double bytes, const struct span *g, int *algo)
 {
 	struct coll_memo *mm = c->memo;
-	*algo = k == COLL_SENDRECV || k == COLL_ALLTOALL ? ALGO_P2P : ALGO_RING;
-	if (g->n <= 1 || bytes <= 0) return 0; /* as coll_fit_time */
+	*algo = coll_default_algo(k);
+	if (g->n <= 1 || bytes <= 0) return 0; /* as coll_fit_time, before looking the group up */
 	struct coll_fit *f = NULL, tmp;
 	for (int i = 0; i < mm->n && !f; i++)
 		if (mm->f[i].c == k && span_eq(&mm->f[i].g, g)) f = &mm->f[i];
@@ -261,6 +260,7 @@ double ectx_coll(const struct ectx *c, enum coll k, double bytes, const struct s
 	return coll_fit_time(c->h, f, bytes, algo);
 }
 
+/* what the caching allocator may grow to: HBM less what it cannot use */
 static void pool_capacity(struct ectx *c)
 {
 	const struct model *m = c->m;

@@ -517,7 +517,7 @@ void plan_default_split(struct plan *p, const struct model *m)
 		plan_balanced_split(p, L);
 		return;
 	}
-	double h = m->hidden, layer = 4 * h * h + 3 * h * (m->ffn_hidden > 0 ? m->ffn_hidden : m->moe_ffn_hidden);
+	double h = m->hidden, layer = 4 * h * h + 3 * h * m->ffn_hidden;
 	double head = (double)m->vocab * h, total = L * layer + head, cum = 0;
 	int rank = 0;
 	for (int i = 0; i < n; i++) p->stage_layers[i] = 0;
