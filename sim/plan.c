@@ -23,7 +23,7 @@ struct plan_key {
 };
 
 static const char *const alloc_names[ALLOC_COUNT] = {"native", "expandable"};
-static const char *const split_names[SPLIT_COUNT] = {"balanced", "cost"};
+static const char *const split_names[SPLIT_COUNT] = {"balanced", "cost", "torchtitan", "torchtitan-io", "first"};
 static const char *const fp8_names[FP8_COUNT] = {"te", "torchao"};
 
 #define OFF(f) offsetof(struct plan, f)
@@ -67,7 +67,7 @@ static const struct plan_key plan_keys[] = {
 	{"reduce_per_mb", K_BOOL, OFF(reduce_per_mb), 0, 1, "ZeRO-2: reduce-scatter every micro-batch (DeepSpeed, FSDP); 0: once per step", NULL},
 	{"allocator", K_ENUM, OFF(allocator), 0, ALLOC_COUNT, "native|expandable (PyTorch expandable_segments)", alloc_names},
 	{"fp8_impl", K_ENUM, OFF(fp8_impl), 0, FP8_COUNT, "te|torchao: who runs the FP8 GEMMs", fp8_names},
-	{"pp_split", K_ENUM, OFF(pp_split), 0, SPLIT_COUNT, "balanced|cost: the default layer split over pipeline stages (cost: nanotron's, by cumulative parameter cost with the LM head counted)", split_names},
+	{"pp_split", K_ENUM, OFF(pp_split), 0, SPLIT_COUNT, "balanced|cost|torchtitan|torchtitan-io|first: the default layer split over pipeline stages (balanced: the remainder on the middle ranks; cost: nanotron's, by cumulative parameter cost with the LM head counted; torchtitan: its split until 2025-04, the remainder on the stages after the first; torchtitan-io: since, embedding and head counted as a layer each, the remainder on the first stages; first: the remainder on the first stages)", split_names},
 	{"fp8_params", K_BOOL, OFF(fp8_params), 0, 1, "FP8 primary weights (TE fp8_param_gather): no bf16 weight copy", NULL},
 	{"zero3_live_params", K_INT, OFF(zero3_live_params), 0, 2000000000, "ZeRO-3 gathers module by module, at most this many parameters gathered at once (DeepSpeed stage3_max_live_parameters; 0: per block with one prefetched, FSDP)", NULL},
 	{"zero3_gather_gbps", K_INT, OFF(zero3_gather_gbps), 0, 100000, "ZeRO-3 collectives capped at this per-GPU GB/s by the framework (0: the fabric's)", NULL},
@@ -496,23 +496,95 @@ int plan_validate_default_split(const struct plan *p, const struct model *m, cha
 	return 0;
 }
 
+/* The order in which n slots take one extra layer each: from the middle (n/2) on, wrapping,
+ * except that the slot holding the model's last stage comes second to last and the one holding
+ * its first stage last, since they also hold the head and the embedding (-1: no such slot). */
+static void extra_order(int n, int first, int last, int *ord)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		int s = (n / 2 + i) % n;
+		if (s != first && s != last) ord[k++] = s;
+	}
+	if (last >= 0 && last != first) ord[k++] = last;
+	if (first >= 0) ord[k] = first;
+}
+
 void plan_balanced_split(struct plan *p, int layers)
 {
-	/* balanced contiguous split; the extra layers go to the middle stages, since the first
-	 * holds the embedding and the last the LM head (as Llama 3 does) */
-	int n = plan_stages(p);
-	int base = layers / n, extra = layers % n;
-	for (int i = 0; i < n; i++) p->stage_layers[i] = base;
-	for (int k = 0, i = n / 2; k < extra; k++) {
-		p->stage_layers[i]++;
-		i = (i + 1) % n;
+	/* balanced contiguous split. The extra layers go to the middle ranks, since the first
+	 * holds the embedding and the last the LM head: Llama 3 405B gives its first and its
+	 * last stage one layer fewer (arXiv 2407.21783 §3.3.2; Megatron's
+	 * --decoder-first/last-pipeline-num-layers). With several chunks per rank the counts are
+	 * per rank first (the ranks that hold the model's first and last stage, one rank in a V
+	 * schedule, are the light ones), then spread over the rank's chunks the same way; a rank
+	 * with fewer layers than chunks falls back to spreading over the stages in model order. */
+	const struct sched_family *f = sched_family(p->schedule);
+	int n = plan_stages(p), pp = p->pp > 0 ? p->pp : 1, v = n / pp;
+	int tot[PLAN_MAX_STAGES], ord[PLAN_MAX_STAGES], rank_of[PLAN_MAX_STAGES];
+	int ok = v > 1 && n == v * pp && f->ndirs == 1 && sched_chunks(f, p->vpp) == v;
+	if (ok) {
+		for (int r = 0; r < pp; r++)
+			for (int c = 0; c < v; c++) rank_of[f->stage(pp, r, c, 0)] = r;
+		extra_order(pp, rank_of[0], rank_of[n - 1], ord);
+		for (int r = 0; r < pp; r++) tot[r] = layers / pp;
+		for (int k = 0; k < layers % pp; k++) tot[ord[k]]++;
+		for (int r = 0; r < pp; r++) ok &= tot[r] >= v;
+	}
+	if (ok) {
+		for (int r = 0; r < pp; r++) {
+			int first = -1, last = -1;
+			for (int c = 0; c < v; c++) {
+				int st = f->stage(pp, r, c, 0);
+				p->stage_layers[st] = tot[r] / v;
+				if (st == 0) first = c;
+				if (st == n - 1) last = c;
+			}
+			extra_order(v, first, last, ord);
+			for (int k = 0; k < tot[r] % v; k++) p->stage_layers[f->stage(pp, r, ord[k], 0)]++;
+		}
+	} else {
+		extra_order(n, 0, n - 1, ord);
+		for (int i = 0; i < n; i++) p->stage_layers[i] = layers / n;
+		for (int k = 0; k < layers % n; k++) p->stage_layers[ord[k]]++;
 	}
 	p->nstage_layers = n;
+}
+
+/* torchtitan's generate_split_points over its n stages in model order (stage i on rank i % pp,
+ * as its looped schedules place them). Until 2025-04 (parallelisms/pipelining_utils.py at
+ * 9dec370): the first stage takes L/n layers, every following one L/n + 1 while the remainder
+ * lasts, the last what is left. Since (distributed/pipeline.py, pytorch/torchtitan#1103): the
+ * embedding and the head count as one layer each, the remainder goes to the first stages, and
+ * the first and last stages hold one real layer fewer than their share. */
+static int torchtitan_split(struct plan *p, int n, int L, int io)
+{
+	int eff = L + 2 * io, per = eff / n, extra = eff % n, cur = 0;
+	if (per - io < 1 || n < 2) return -1;
+	for (int i = 0; i < n - 1; i++) {
+		int k = i == 0 ? per - io : per;
+		if (io ? extra > 0 : i > 0 && extra > 0) { k++; extra--; }
+		p->stage_layers[i] = k;
+		cur += k;
+	}
+	if (L - cur < 1) return -1;
+	p->stage_layers[n - 1] = L - cur;
+	return 0;
 }
 
 void plan_default_split(struct plan *p, const struct model *m)
 {
 	int n = plan_stages(p), L = m->layers;
+	if ((p->pp_split == SPLIT_TORCHTITAN || p->pp_split == SPLIT_TORCHTITAN_IO) && n <= L &&
+	    !torchtitan_split(p, n, L, p->pp_split == SPLIT_TORCHTITAN_IO)) {
+		p->nstage_layers = n;
+		return;
+	}
+	if (p->pp_split == SPLIT_FIRST && n <= L) {
+		for (int i = 0; i < n; i++) p->stage_layers[i] = L / n + (i < L % n);
+		p->nstage_layers = n;
+		return;
+	}
 	if (p->pp_split != SPLIT_COST || n < 2 || n > L) {
 		plan_balanced_split(p, L);
 		return;

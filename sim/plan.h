@@ -39,7 +39,7 @@ enum fp8_impl { FP8_TE, FP8_TORCHAO, FP8_COUNT };
  * the current rank, which moves on once the blocks' cumulative cost passes (rank + 1) / pp
  * of the total; a decoder layer costs 4h^2 + 3h·ffn, the LM head V·h, the rest nothing
  * (LlamaForTraining.get_block_compute_costs) */
-enum pp_split { SPLIT_BALANCED, SPLIT_COST, SPLIT_COUNT };
+enum pp_split { SPLIT_BALANCED, SPLIT_COST, SPLIT_TORCHTITAN, SPLIT_TORCHTITAN_IO, SPLIT_FIRST, SPLIT_COUNT };
 
 #define PLAN_MAX_STAGES 512
 #define PLAN_NAME_LEN 256
@@ -151,11 +151,14 @@ void plan_describe(const struct plan *p, char *buf, size_t cap);
 int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char *err);
 
 /* Fills stage_layers with the default split of `layers` over plan_stages(p) stages (at most
- * PLAN_MAX_STAGES): equal shares, the remainder on the middle stages. */
+ * PLAN_MAX_STAGES): equal shares, the remainder on the middle ranks, the first and the last
+ * rank the last to take one; under interleaving per rank first, then over its chunks. */
 void plan_balanced_split(struct plan *p, int layers);
 /* The split pp_split names for the model; nanotron's with every stage at least one layer (a
  * rank it leaves without a layer, holding only the fp32 cast or the loss, borrows one from the
- * nearest earlier rank that has two: the model keeps the head on the last stage). */
+ * nearest earlier rank that has two: the model keeps the head on the last stage); torchtitan's
+ * over the stages in model order, as its generate_split_points; first: equal shares, the
+ * remainder on the first stages in model order. */
 void plan_default_split(struct plan *p, const struct model *m);
 
 /* Every divisibility and range rule; the message names the rule, e.g.

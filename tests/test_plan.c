@@ -237,6 +237,55 @@ static void test_cost_split(void)
 	CHECK(plan_resolve(&b, &m, NULL, err) == 0 && b.stage_layers[0] == 8 && b.stage_layers[3] == 8, "balanced split stays the default");
 }
 
+/* resolve llama-3.1-405b (126 layers) or llama-3-8b (32) with a split rule, a schedule and
+ * pp x vpp, and compare the split with one worked by hand */
+static void check_split(const char *model, const char *rule, const char *sched, int pp, int vpp,
+			const int *want, int n)
+{
+	struct model m;
+	struct plan p;
+	char err[ERR_LEN];
+	if (model_load(model, &m, err)) { CHECK(0, "load %s: %s", model, err); return; }
+	plan_defaults(&p);
+	p.pp = pp; p.vpp = vpp; p.tp = 8; p.gpus = 8 * pp; p.mbs = 1; p.gbs = 4 * pp;
+	CHECK(plan_set(&p, "pp_split", rule, err) == 0, "pp_split %s: %s", rule, err);
+	CHECK(plan_set(&p, "schedule", sched, err) == 0, "schedule %s: %s", sched, err);
+	CHECK(plan_resolve(&p, &m, NULL, err) == 0, "resolve %s pp %d vpp %d: %s", model, pp, vpp, err);
+	int ok = p.nstage_layers == n, bad = -1;
+	for (int i = 0; ok && i < n; i++)
+		if (p.stage_layers[i] != want[i]) { ok = 0; bad = i; }
+	CHECK(ok, "%s split of %s, %s pp %d vpp %d: stage %d has %d layers, want %d", rule, model, sched, pp, vpp, bad,
+	      bad >= 0 ? p.stage_layers[bad] : p.nstage_layers, bad >= 0 ? want[bad] : n);
+}
+
+/* The splits a framework would make without a split given, worked by hand from their code:
+ * torchtitan's generate_split_points (pipelining_utils.py at 9dec370; distributed/pipeline.py
+ * since 2025-04), AutoPipeline's generate_hf_model_fqn_per_model_part, and the balanced default
+ * that keeps the first and the last rank light (Llama 3 405B: 7 layers on its first and last of
+ * 16 stages, arXiv 2407.21783 §3.3.2). */
+static void test_framework_splits(void)
+{
+	int bal16[16], tt8[8] = {15, 16, 16, 16, 16, 16, 16, 15}, tt16[16], io4[4] = {8, 9, 8, 7};
+	int io8[8] = {4, 5, 4, 4, 4, 4, 4, 3};
+	for (int i = 0; i < 16; i++) bal16[i] = tt16[i] = i == 0 || i == 15 ? 7 : 8;
+	check_split("llama-3.1-405b", "balanced", "1f1b", 16, 1, bal16, 16);
+	check_split("llama-3.1-405b", "torchtitan", "1f1b", 8, 1, tt8, 8);
+	/* torchtitan, interleaved over 8 x 2 stages: 126 = 16 x 7 + 14, the 14 on stages 1..14 */
+	check_split("llama-3.1-405b", "torchtitan", "interleaved", 8, 2, tt16, 16);
+	check_split("llama-3-8b", "torchtitan-io", "1f1b", 4, 1, io4, 4);
+	check_split("llama-3-8b", "torchtitan-io", "interleaved", 4, 2, io8, 8);
+	/* AutoPipeline: 126 over 16 stages, 7 each and the 14 left over on stages 0..13 */
+	int first16[16];
+	for (int i = 0; i < 16; i++) first16[i] = i < 14 ? 8 : 7;
+	check_split("llama-3.1-405b", "first", "1f1b", 16, 1, first16, 16);
+	/* balanced with 7 chunks a rank (126 over 16 x 7 stages, chunk c of rank r is stage
+	 * 16c + r): ranks 0 and 15 hold 7 layers, one in each chunk; every other rank 8, the
+	 * eighth in its middle chunk (3), so stage 16*3 + r has 2 */
+	int inter[112];
+	for (int s = 0; s < 112; s++) inter[s] = s / 16 == 3 && s % 16 != 0 && s % 16 != 15 ? 2 : 1;
+	check_split("llama-3.1-405b", "balanced", "interleaved", 16, 7, inter, 112);
+}
+
 int main(void)
 {
 	test_validator();
@@ -244,5 +293,6 @@ int main(void)
 	test_layout();
 	test_folding();
 	test_cost_split();
+	test_framework_splits();
 	return test_summary("test_plan");
 }
