@@ -34,6 +34,9 @@ void estimate_print(const struct estimate *e, const struct plan *p, FILE *f)
 	ROW("activations", act_bytes);
 	ROW("logits/loss", logits_bytes);
 	ROW("buffers", buffers_bytes);
+	int recv = 0;
+	for (int i = 0; i < e->nkinds; i++) recv |= e->kind[i].recv_bytes > 0;
+	if (recv) ROW("pipeline recv buffers", recv_bytes);
 	ROW("overhead", overhead_bytes);
 	ROW("peak", peak_bytes);
 	fprintf(f, "  %-21s", "micro-batches held");
@@ -95,7 +98,8 @@ static void kind_json(cJSON *arr, const struct rank_est *k)
 		{"weights_bytes", offsetof(struct rank_est, weights_bytes)}, {"grads_bytes", offsetof(struct rank_est, grads_bytes)},
 		{"optim_bytes", offsetof(struct rank_est, optim_bytes)}, {"act_bytes", offsetof(struct rank_est, act_bytes)},
 		{"act_inflight", offsetof(struct rank_est, act_inflight)}, {"logits_bytes", offsetof(struct rank_est, logits_bytes)},
-		{"buffers_bytes", offsetof(struct rank_est, buffers_bytes)}, {"overhead_bytes", offsetof(struct rank_est, overhead_bytes)},
+		{"buffers_bytes", offsetof(struct rank_est, buffers_bytes)}, {"recv_bytes", offsetof(struct rank_est, recv_bytes)},
+		{"overhead_bytes", offsetof(struct rank_est, overhead_bytes)},
 		{"peak_bytes", offsetof(struct rank_est, peak_bytes)},
 	}, time[] = {
 		{"compute_s", offsetof(struct rank_est, compute_s)}, {"recompute_s", offsetof(struct rank_est, recompute_s)},

@@ -45,7 +45,7 @@ int chart_memory(const struct plan *p, const struct estimate *e, const struct ev
 		b->bytes[PM_GRADS] = k->grads_bytes;
 		b->bytes[PM_OPTIM] = k->optim_bytes;
 		b->bytes[PM_ACT] = k->act_bytes;
-		b->bytes[PM_BUFFERS] = k->buffers_bytes + k->logits_bytes;
+		b->bytes[PM_BUFFERS] = k->buffers_bytes + k->recv_bytes + k->logits_bytes;
 		b->bytes[PM_OVERHEAD] = k->overhead_bytes; /* fixed + fragmentation on dynamic memory */
 	}
 	for (int r = 0; r < pp; r++) static_bytes[r] = s->rank[r].static_bytes;

@@ -541,11 +541,31 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 		buf += 2 * c->act_bytes * c->T * c->m->hidden;
 	if (c->dpcp > 1 && p->zero <= 2) /* communication bucket */
 		buf += gb * fmin(w->params, fmax(40e6, 1e6 * nd));
+	if (p->pp > 1 && p->pp_recv != RECV_NONE) {
+		/* torch.distributed.pipelining gives every local stage a receive buffer per micro-batch
+		 * for its input (not the first stage) and for its output's gradient (not the last),
+		 * made once and kept (stage.py _prepare_forward_infra, _setup_backward_recv_info);
+		 * NeMo AutoModel's recv_buffer_pool rebinds them onto a ring of (pp - stage) + 2 under
+		 * 1F1B (at least 2, at most the micro-batches). A stage input is sequence-sharded
+		 * under SP. The inputs of the micro-batches in flight are already the first layer's
+		 * saved input, so only the others are added (about: the rank's in-flight count spread
+		 * evenly over its chunks). */
+		int st[PLAN_MAX_STAGES], ns = rank_stages(p, r, st), last = plan_stages(p) - 1, pred = 0, succ = 0;
+		for (int i = 0; i < ns; i++) {
+			pred += st[i] != 0;
+			succ += st[i] != last;
+		}
+		double sets = c->mb;
+		if (p->pp_recv == RECV_RING) sets = fmin(c->mb, fmax(2, p->pp - r + 2));
+		double S = c->act_bytes * c->T * c->m->hidden / (p->sp ? p->tp : 1);
+		k->recv_bytes = S * (pred * fmax(0, sets - k->act_inflight) + succ * sets);
+	}
 	k->buffers_bytes = buf;
+	/* what is allocated and freed every step; the receive buffers, made once, do not churn */
 	double dyn = k->act_bytes + k->logits_bytes + k->buffers_bytes;
 	/* live tensors (max_memory_allocated), then the caching allocator's reserved pool: its
 	 * fragmentation allowance on what is allocated and freed every step */
-	k->live_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + dyn + h->workspace_bytes;
+	k->live_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + k->recv_bytes + dyn + h->workspace_bytes;
 	k->peak_bytes = estimate_pool_peak(p, k->live_bytes, k->live_bytes + (estimate_frag_factor(h, p) - 1) * dyn,
 					   c->pool_capacity);
 	k->overhead_bytes = h->workspace_bytes + k->peak_bytes - k->live_bytes;

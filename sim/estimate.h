@@ -32,6 +32,8 @@ struct rank_est {
 	double act_inflight;     /* micro-batches (stage-equivalents) in flight at the peak */
 	double logits_bytes;     /* fp32 logits / loss buffers (last stage) */
 	double buffers_bytes;    /* ZeRO-3 gather, DP buckets, CP/EP/TP comm buffers */
+	double recv_bytes;       /* pipeline receive buffers made once for the step (pp_recv_buffers):
+	                          * live, but outside the allocator's allowance */
 	double overhead_bytes;   /* GEMM workspaces and the allocator's fragmentation allowance */
 	double peak_bytes;
 	double live_bytes;       /* peak of live tensors (max_memory_allocated): peak_bytes less the

@@ -23,6 +23,7 @@ struct plan_key {
 };
 
 static const char *const alloc_names[ALLOC_COUNT] = {"native", "expandable"};
+static const char *const recv_names[RECV_COUNT] = {"none", "microbatch", "ring"};
 static const char *const split_names[SPLIT_COUNT] = {"balanced", "cost", "torchtitan", "torchtitan-io", "first"};
 static const char *const fp8_names[FP8_COUNT] = {"te", "torchao"};
 
@@ -51,6 +52,7 @@ static const struct plan_key plan_keys[] = {
 	{"precision", K_PREC, OFF(precision), 0, 0, "bf16|fp16|fp8|fp32", NULL},
 	{"fp32_grads", K_BOOL, OFF(fp32_grads), 0, 1, "fp32 gradient accumulation buffer", NULL},
 	{"bf16_states", K_BOOL, OFF(bf16_states), 0, 1, "weights, gradients at rest and Adam moments in bf16, no fp32 master copy (a model built in bf16 under FSDP2)", NULL},
+	{"pp_recv", K_ENUM, OFF(pp_recv), 0, RECV_COUNT, "none|microbatch|ring: pipeline receive buffers kept for the step (microbatch: torch.distributed.pipelining's one per micro-batch for every stage input and output gradient; ring: (pp - stage) + 2 of them, NeMo AutoModel's pool under 1F1B)", recv_names},
 	{"ddp_buckets", K_BOOL, OFF(ddp_buckets), 0, 1, "torch DDP's flat gradient buckets beside the gradients (gradient_as_bucket_view off): 16 bits per parameter when dp*cp > 1", NULL},
 	{"grad_accum_pass", K_BOOL, OFF(grad_accum_pass), 0, 1, "each micro-batch's gradients added into the fp32 buffer by a pass after its backward (0: fused into the weight-gradient GEMM)", NULL},
 	{"overlap_grad_reduce", K_BOOL, OFF(overlap_grad_reduce), 0, 1, "overlap DP gradient reduction with backward", NULL},

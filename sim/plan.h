@@ -39,6 +39,11 @@ enum fp8_impl { FP8_TE, FP8_TORCHAO, FP8_COUNT };
  * the current rank, which moves on once the blocks' cumulative cost passes (rank + 1) / pp
  * of the total; a decoder layer costs 4h^2 + 3h·ffn, the LM head V·h, the rest nothing
  * (LlamaForTraining.get_block_compute_costs) */
+/* pipeline receive buffers kept for the step: none (made per transfer and freed, Megatron,
+ * nanotron), one per micro-batch for every stage input and output gradient
+ * (torch.distributed.pipelining), or a ring of (pp - stage) + 2 of them (NeMo AutoModel's
+ * recv_buffer_pool under 1F1B) */
+enum pp_recv { RECV_NONE, RECV_MICROBATCH, RECV_RING, RECV_COUNT };
 enum pp_split { SPLIT_BALANCED, SPLIT_COST, SPLIT_TORCHTITAN, SPLIT_TORCHTITAN_IO, SPLIT_FIRST, SPLIT_COUNT };
 
 #define PLAN_MAX_STAGES 512
@@ -65,6 +70,7 @@ struct plan {
 	int fp32_grads;              /* fp32 gradient accumulation buffer (Megatron main grads) */
 	int bf16_states;             /* no fp32 master: weights, stored gradients, Adam m, v in bf16 */
 	int ddp_buckets;             /* torch DDP's own 16-bit gradient buckets (dp*cp > 1) */
+	int pp_recv;                 /* enum pp_recv: receive buffers kept for the step */
 	int grad_accum_pass;         /* gradients added into that buffer by a separate pass after each
 	                              * micro-batch's backward (nanotron), not in the wgrad GEMM */
 	int overlap_grad_reduce;     /* DP/ZeRO gradient reduction overlapped with backward */

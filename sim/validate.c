@@ -459,7 +459,7 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, co
 	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / GIB;
 	r->pred_act_gib = k->act_bytes / GIB;
 	r->pred_logits_gib = k->logits_bytes / GIB;
-	r->pred_buf_gib = k->buffers_bytes / GIB;
+	r->pred_buf_gib = (k->buffers_bytes + k->recv_bytes) / GIB;
 	if (opts->row) opts->row(opts->row_ctx, r, m, p);
 }
 

@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), cuDNN's fused attention (attn_cudnn), the loss's bytes per logit (loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies) and ZeRO-3 fetching module by module (zero3_live_params). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), cuDNN's fused attention (attn_cudnn), the loss's bytes per logit (loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -212,6 +212,35 @@ static void test_zero3_live(const struct hw *h)
 		  "a limit between the largest module and two blocks: the limit stays gathered");
 }
 
+/* torch.distributed.pipelining's receive buffers (pp_recv): Llama 3 8B on 2 GPUs, pp 2, 1F1B,
+ * 16 micro-batches of 4096 tokens, no TP. A stage boundary is 4096 x 4096 x 2 B = 32 MiB. Per
+ * micro-batch buffers: the first stage keeps 16 output-gradient buffers; the last keeps 16 input
+ * buffers, one of which is the input of its one micro-batch in flight, already its first
+ * layer's saved input, so 15 are added. AutoModel's ring keeps (pp - stage) + 2 sets: 4 on the
+ * first stage, 3 on the last (2 beyond the one in flight). Allocated once, they take no
+ * allowance: the pool grows by exactly what is kept. */
+static void test_pp_recv(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1, e2;
+#define PP_RECV(v) KV("gpus", "2", "pp", "2", "seq", "4096", "gbs", "16", "mbs", "1", "schedule", "1f1b", "pp_recv", v)
+	if (run(m8, h, PP_RECV("none"), &p, &e0) || run(m8, h, PP_RECV("microbatch"), &p, &e1) ||
+	    run(m8, h, PP_RECV("ring"), &p, &e2)) return;
+#undef PP_RECV
+	const double S = 4096.0 * 4096 * 2;
+	const struct rank_est *f0 = kind_at_stage(&e0, 0), *l0 = kind_at_stage(&e0, 1);
+	const struct rank_est *f1 = kind_at_stage(&e1, 0), *l1 = kind_at_stage(&e1, 1);
+	const struct rank_est *f2 = kind_at_stage(&e2, 0), *l2 = kind_at_stage(&e2, 1);
+	if (!f0 || !l0 || !f1 || !l1 || !f2 || !l2) { CHECK(0, "pp_recv: a first and a last stage"); return; }
+	CHECK(f0->recv_bytes == 0 && l0->recv_bytes == 0, "none: nothing kept");
+	CHECK_REL(f1->recv_bytes, 16 * S, 1e-12, "per micro-batch, first stage: 16 output-gradient buffers");
+	CHECK_REL(l1->recv_bytes, 15 * S, 1e-12, "per micro-batch, last stage: 16 input buffers less the one in flight");
+	CHECK_REL(f2->recv_bytes, 4 * S, 1e-12, "ring, first stage: (2 - 0) + 2 sets");
+	CHECK_REL(l2->recv_bytes, 2 * S, 1e-12, "ring, last stage: (2 - 1) + 2 sets less the one in flight");
+	CHECK_REL(f1->live_bytes - f0->live_bytes, 16 * S, 1e-12, "the buffers are live");
+	CHECK_REL(f1->peak_bytes - f0->peak_bytes, 16 * S, 1e-12, "made once: no allowance on them");
+}
+
 int main(void)
 {
 	struct model m8;
@@ -231,5 +260,6 @@ int main(void)
 	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
+	test_pp_recv(&m8, &h);
 	return test_summary("test_estimate_framework");
 }
