@@ -546,7 +546,8 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 		 * for its input (not the first stage) and for its output's gradient (not the last),
 		 * made once and kept (stage.py _prepare_forward_infra, _setup_backward_recv_info);
 		 * NeMo AutoModel's recv_buffer_pool rebinds them onto a ring of (pp - stage) + 2 under
-		 * 1F1B (at least 2, at most the micro-batches). A stage input is sequence-sharded
+		 * 1F1B (at least 2, at most the micro-batches) and keeps torch's under any other
+		 * schedule, whose in-flight depth it cannot bound. A stage input is sequence-sharded
 		 * under SP. The inputs of the micro-batches in flight are already the first layer's
 		 * saved input, so only the others are added (about: the rank's in-flight count spread
 		 * evenly over its chunks). */
@@ -556,7 +557,7 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 			succ += st[i] != last;
 		}
 		double sets = c->mb;
-		if (p->pp_recv == RECV_RING) sets = fmin(c->mb, fmax(2, p->pp - r + 2));
+		if (p->pp_recv == RECV_RING && p->schedule == SCHED_1F1B) sets = fmin(c->mb, fmax(2, p->pp - r + 2));
 		double S = c->act_bytes * c->T * c->m->hidden / (p->sp ? p->tp : 1);
 		k->recv_bytes = S * (pred * fmax(0, sets - k->act_inflight) + succ * sets);
 	}

@@ -239,6 +239,12 @@ static void test_pp_recv(const struct model *m8, const struct hw *h)
 	CHECK_REL(l2->recv_bytes, 2 * S, 1e-12, "ring, last stage: (2 - 1) + 2 sets less the one in flight");
 	CHECK_REL(f1->live_bytes - f0->live_bytes, 16 * S, 1e-12, "the buffers are live");
 	CHECK_REL(f1->peak_bytes - f0->peak_bytes, 16 * S, 1e-12, "made once: no allowance on them");
+	/* AutoModel pools only under 1F1B; the same plan under GPipe keeps torch's buffers */
+	struct estimate g1, g2;
+	if (run(m8, h, KV("gpus", "2", "pp", "2", "seq", "4096", "gbs", "16", "mbs", "1", "schedule", "afab", "pp_recv", "microbatch"), &p, &g1) ||
+	    run(m8, h, KV("gpus", "2", "pp", "2", "seq", "4096", "gbs", "16", "mbs", "1", "schedule", "afab", "pp_recv", "ring"), &p, &g2)) return;
+	CHECK(kind_at_stage(&g1, 0) && kind_at_stage(&g2, 0) && kind_at_stage(&g1, 0)->recv_bytes == kind_at_stage(&g2, 0)->recv_bytes,
+	      "ring off 1F1B: torch's buffer per micro-batch");
 }
 
 int main(void)
