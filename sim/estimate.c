@@ -566,7 +566,7 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	double dyn = k->act_bytes + k->logits_bytes + k->buffers_bytes;
 	/* live tensors (max_memory_allocated), then the caching allocator's reserved pool: its
 	 * fragmentation allowance on what is allocated and freed every step */
-	k->live_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + k->recv_bytes + dyn + h->workspace_bytes;
+	k->live_bytes = rank_est_kept_bytes(k) + dyn + h->workspace_bytes;
 	k->peak_bytes = estimate_pool_peak(p, k->live_bytes, k->live_bytes + (estimate_frag_factor(h, p) - 1) * dyn,
 					   c->pool_capacity);
 	k->overhead_bytes = h->workspace_bytes + k->peak_bytes - k->live_bytes;

@@ -32,7 +32,7 @@ struct rank_est {
 	double act_inflight;     /* micro-batches (stage-equivalents) in flight at the peak */
 	double logits_bytes;     /* fp32 logits / loss buffers (last stage) */
 	double buffers_bytes;    /* ZeRO-3 gather, DP buckets, CP/EP/TP comm buffers */
-	double recv_bytes;       /* pipeline receive buffers made once for the step (pp_recv_buffers):
+	double recv_bytes;       /* pipeline receive buffers made once for the step (pp_recv):
 	                          * live, but outside the allocator's allowance */
 	double overhead_bytes;   /* GEMM workspaces and the allocator's fragmentation allowance */
 	double peak_bytes;
@@ -46,6 +46,18 @@ struct rank_est {
 	/* per micro-batch, one stage (the event engine's op durations) */
 	double t_f, t_b, t_w, t_p2p;
 };
+
+/* What a rank allocates once (model states, the pipeline's receive buffers), which the
+ * allocator's allowance leaves alone, and what beside the activations it allocates and frees
+ * every step, which takes it. */
+static inline double rank_est_kept_bytes(const struct rank_est *k)
+{
+	return k->weights_bytes + k->grads_bytes + k->optim_bytes + k->recv_bytes;
+}
+static inline double rank_est_churn_bytes(const struct rank_est *k)
+{
+	return k->logits_bytes + k->buffers_bytes;
+}
 
 struct estimate {
 	int m;                    /* micro-batches per pipeline per step */

@@ -246,8 +246,7 @@ static void per_rank(const struct hw *h, const struct estimate *e, const struct 
 		const struct engine_rank *er = &o->r.rank[r];
 		x->kind = event_kind_of_rank(e, r, p->pp);
 		const struct rank_est *k = &e->kind[x->kind];
-		x->static_bytes = k->weights_bytes + k->grads_bytes + k->optim_bytes + k->recv_bytes +
-				  o->act_scale * (k->logits_bytes + k->buffers_bytes) + h->workspace_bytes;
+		x->static_bytes = rank_est_kept_bytes(k) + o->act_scale * rank_est_churn_bytes(k) + h->workspace_bytes;
 		x->peak_act_bytes = er->peak_act_bytes;
 		double live = k->live_bytes - k->act_bytes + x->peak_act_bytes; /* the engine's activations */
 		x->peak_bytes = estimate_pool_peak(p, live, x->static_bytes + o->act_scale * x->peak_act_bytes,

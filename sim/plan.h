@@ -33,17 +33,18 @@ enum allocator { ALLOC_NATIVE, ALLOC_EXPANDABLE, ALLOC_COUNT };
  * the GEMM inputs saved for backward, FP8 weights cached per step) or torchao's Float8Linear
  * (dynamic per-tensor casts as separate kernels) */
 enum fp8_impl { FP8_TE, FP8_TORCHAO, FP8_COUNT };
-/* the default split of the layers over the pipeline stages when stage_layers is not given:
- * equal shares with the remainder on the middle stages, or nanotron's (build_model): the
- * pipeline blocks in order (embedding, layers, final norm, LM head, fp32 cast, loss) each to
- * the current rank, which moves on once the blocks' cumulative cost passes (rank + 1) / pp
- * of the total; a decoder layer costs 4h^2 + 3h·ffn, the LM head V·h, the rest nothing
- * (LlamaForTraining.get_block_compute_costs) */
 /* pipeline receive buffers kept for the step: none (made per transfer and freed, Megatron,
  * nanotron), one per micro-batch for every stage input and output gradient
  * (torch.distributed.pipelining), or a ring of (pp - stage) + 2 of them (NeMo AutoModel's
  * recv_buffer_pool under 1F1B) */
 enum pp_recv { RECV_NONE, RECV_MICROBATCH, RECV_RING, RECV_COUNT };
+/* the default split of the layers over the pipeline stages when stage_layers is not given:
+ * balanced (equal shares, the remainder on the middle ranks), nanotron's cost split
+ * (build_model: the pipeline blocks in order, embedding, layers, final norm, LM head, fp32
+ * cast, loss, each to the current rank, which moves on once the blocks' cumulative cost
+ * passes (rank + 1) / pp of the total; a decoder layer costs 4h^2 + 3h·ffn, the LM head V·h,
+ * the rest nothing, LlamaForTraining.get_block_compute_costs), torchtitan's before and since
+ * 2025-04, or the remainder on the first stages (NeMo AutoModel); plan_default_split */
 enum pp_split { SPLIT_BALANCED, SPLIT_COST, SPLIT_TORCHTITAN, SPLIT_TORCHTITAN_IO, SPLIT_FIRST, SPLIT_COUNT };
 
 #define PLAN_MAX_STAGES 512

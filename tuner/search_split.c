@@ -85,16 +85,16 @@ static int probe_costs(const struct search_req *rq, const struct plan *p, enum r
 	const struct rank_est *k0 = &e1.kind[0], *kl = &e1.kind[e1.nkinds - 1];
 	int t0 = model_layer_is_moe(m, 0);
 	pc->t_first = kind_t(k0) - pc->t[t0];
-	pc->b_first = kind_states(k0) - pc->w[t0] + k0->recv_bytes + frag * (k0->logits_bytes + k0->buffers_bytes) + h->workspace_bytes;
+	pc->b_first = rank_est_kept_bytes(k0) - pc->w[t0] + frag * rank_est_churn_bytes(k0) + h->workspace_bytes;
 	double tl = 0, wl = 0;
 	for (int l = L - q.stage_layers[q.pp - 1]; l < L; l++) {
 		tl += pc->t[model_layer_is_moe(m, l)];
 		wl += pc->w[model_layer_is_moe(m, l)];
 	}
 	pc->t_last = kind_t(kl) - tl;
-	pc->b_last = kind_states(kl) - wl + kl->recv_bytes + frag * (kl->logits_bytes + kl->buffers_bytes) + h->workspace_bytes;
+	pc->b_last = rank_est_kept_bytes(kl) - wl + frag * rank_est_churn_bytes(kl) + h->workspace_bytes;
 	pc->b_mid = h->workspace_bytes;
-	if (e1.nkinds > 2) pc->b_mid += e1.kind[1].recv_bytes + frag * (e1.kind[1].logits_bytes + e1.kind[1].buffers_bytes);
+	if (e1.nkinds > 2) pc->b_mid += e1.kind[1].recv_bytes + frag * rank_est_churn_bytes(&e1.kind[1]); /* its states go with its layers */
 	pc->k_first = k0->act_inflight;
 	pc->k_last = kl->act_inflight;
 	return 0;
