@@ -123,7 +123,10 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		w->W += g;
 		w->flops_model += 6 * T * H * V / t;
 		w->flops_hw += 6 * T * H * V / t;
-		w->act_extra += (double)p->loss_bytes * T * V / t; /* the loss's logits, one micro-batch */
+		/* the loss's logits, one micro-batch, at their peak at the start of the backward; the
+		 * recomputed block's tensors (act_extra so far) come after the head's backward has
+		 * freed them, so the two transients never coexist and the larger one counts */
+		w->act_extra = fmax(w->act_extra, (double)p->loss_bytes * T * V / t);
 		w->F += c->tp_head_f; w->B += c->tp_head_b; w->tp_s += c->tp_head_f + c->tp_head_b;
 	}
 	/* a framework that accumulates outside the weight-gradient GEMM reads each parameter's

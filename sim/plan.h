@@ -90,9 +90,14 @@ struct plan {
 	                              * distributed.py); 0: one flat buffer per bucket (Megatron) */
 	int loss_bytes;              /* bytes per logit the loss holds at its peak, one micro-batch: 6
 	                              * for a fused vocab-parallel cross-entropy (bf16 logits + its fp32
-	                              * softmax, Megatron), 12 for an eager fp32 F.cross_entropy */
+	                              * softmax, Megatron), 12 for an eager fp32 F.cross_entropy, 4 for
+	                              * it compiled (bf16 logits and gradient) */
 	int attn_cudnn;              /* attention through cuDNN's fused kernel where the hardware profile
 	                              * has its efficiency (Transformer Engine's choice on Hopper) */
+	int compile;                 /* torch.compile of the model's blocks (torchtitan
+	                              * training.compile): inductor fuses the element-wise ops, so
+	                              * autograd keeps no eager intermediates; the framework's profile
+	                              * says what it does to the loss (loss_bytes) */
 	int glu_eager;               /* a gated MLP (SwiGLU) run as separate PyTorch ops: the
 	                              * activation saves its input gate, the product saves act(gate)
 	                              * and up, so act(gate) is kept too (nanotron GLUActivation,

@@ -292,6 +292,12 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		p->recompute = RC_OP;
 		add_assumed(r, "recompute op (torchtitan per-op selective)");
 	}
+	/* FORMAT.md has no column for torch.compile; a PyTorch row whose notes name it (the
+	 * source's "Techniques: FSDP + torch.compile") was compiled */
+	if (has(cell[ix[C_NOTES]], "torch.compile")) {
+		plan_set(p, "compile", "1", err);
+		add_assumed(r, "compile 1 (notes: torch.compile)");
+	}
 	/* FlashAttention appeared in May 2022 and reached Megatron-LM (--use-flash-attn) and
 	 * DeepSpeed in 2023; a run published in 2022 or before, whose notes do not say flash,
 	 * computed attention unfused (KOR's 5as²b activation term is exactly that) */

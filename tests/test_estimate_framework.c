@@ -160,6 +160,18 @@ static void test_loss_bytes(const struct model *m8, const struct hw *h)
 	double V = 129024;
 	CHECK_REL(e1.kind[e1.nkinds - 1].logits_bytes - e0.kind[e0.nkinds - 1].logits_bytes, 6 * 4096 * V / 8, 1e-12,
 		  "12 B a logit: 6 B more per token and vocabulary entry of the rank's shard");
+	CHECK_REL(e0.kind[0].logits_bytes, 6 * 4096 * V / 8, 1e-12, "no recompute: the loss's logits alone");
+	/* under full recompute the backward re-runs one block's forward, whose tensors (one
+	 * layer's full activations: a 32-layer model's activations without recompute over 32)
+	 * are live only after the head's backward has freed the loss's: the larger counts */
+	struct estimate none, lo, hi;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "recompute", "none"), &p, &none)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "recompute", "full", "loss_bytes", "1"), &p, &lo)) return;
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "recompute", "full", "loss_bytes", "64"), &p, &hi)) return;
+	double layer = none.kind[0].act_per_mb_bytes / 32;
+	CHECK(4096 * V / 8 < layer && 64 * 4096 * V / 8 > layer, "the two cases bracket one layer's activations");
+	CHECK_REL(lo.kind[0].logits_bytes, layer, 1e-12, "1 B a logit: the recomputed block's tensors are the larger");
+	CHECK_REL(hi.kind[0].logits_bytes, 64 * 4096 * V / 8, 1e-12, "64 B a logit: the loss's are, alone");
 }
 
 /* Under pressure the caching allocator releases its cache and retries. Native segments go back

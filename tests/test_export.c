@@ -430,6 +430,17 @@ static void test_launchable(void)
 	out = run_export(launch_plans[0], EXPORT_TORCHTITAN, &notes);
 	CHECK(out && has_line(out, "enable_async_tensor_parallel = true") && has_line(out, "[compile]") &&
 	      has_line(out, "enable = true"), "torchtitan: async TP with compile");
+	CHECK(out && strstr(out, "# no equivalent: async TP with eager blocks and loss"), "torchtitan: async TP compiles what the plan priced eager");
+	free(out);
+	/* a compiled plan: torchtitan's switch; the others have none */
+	const char *const comp[] = {"gpus", "8", "gbs", "8", "seq", "4096", "compile", "1", NULL};
+	out = run_export(comp, EXPORT_TORCHTITAN, &notes);
+	CHECK(out && has_line(out, "[compile]") && has_line(out, "enable = true") && !strstr(out, "no equivalent: torch.compile"),
+	      "torchtitan: compile.enable written");
+	free(out);
+	out = run_export(comp, EXPORT_MEGATRON, &notes);
+	CHECK(out && strstr(out, "# no equivalent: torch.compile of the blocks; megatron runs its own fused kernels"),
+	      "megatron: torch.compile has no equivalent");
 	free(out);
 }
 

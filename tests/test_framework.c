@@ -48,6 +48,19 @@ static void test_apply(void)
 	plan_defaults(&p);
 	plan_set(&p, "zero", "1", err);
 	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.zero == 1, "a stated zero is kept: %d", p.zero);
+	/* torchtitan's loss is an eager F.cross_entropy on fp32-upcast logits (12 B a logit at its
+	 * peak) unless training.compile, which compiles it since 2025-04 (components/loss.py: the
+	 * bf16 logits and their bf16 gradient, 4 B) but not in the 2024-12 tree (train.py 9dec370);
+	 * compiled blocks keep no eager SwiGLU intermediate */
+	CHECK(framework_load("torchtitan", &fw, err) == 0, "%s", err);
+	plan_defaults(&p);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss_bytes == 12 && p.glu_eager, "torchtitan eager: loss %d B", p.loss_bytes);
+	plan_defaults(&p);
+	plan_set(&p, "compile", "1", err);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss_bytes == 4 && !p.glu_eager, "torchtitan compiled 2025: loss %d B", p.loss_bytes);
+	plan_defaults(&p);
+	plan_set(&p, "compile", "1", err);
+	CHECK(framework_apply(&fw, &p, 2024, NULL, 0, NULL, err) > 0 && p.loss_bytes == 12 && !p.glu_eager, "torchtitan compiled 2024: loss %d B", p.loss_bytes);
 	/* nemo: distributed optimizer, overlaps on, bf16 gradient reduction, expandable segments */
 	CHECK(framework_load("nemo", &fw, err) == 0, "%s", err);
 	plan_defaults(&p);

@@ -514,12 +514,12 @@ static void test_partitioning(const char *dir)
 	}
 	remove(heavy);
 
-	/* nothing fits with the default split (4096 wide, 384k vocabulary, seq 16384 on 4 GPUs,
+	/* nothing fits with the default split (4096 wide, 448k vocabulary, seq 16384 on 4 GPUs,
 	 * pp 4): the closest plan fits once layers move off the first stage */
 	snprintf(heavy, sizeof(heavy), "%s/heavy_wide.json", dir);
 	write_file(heavy, "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": 16,"
 		   " \"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"intermediate_size\": 14336,"
-		   " \"vocab_size\": 384000, \"max_position_embeddings\": 32768}");
+		   " \"vocab_size\": 448000, \"max_position_embeddings\": 32768}");
 	struct model wide;
 	const char *fx4[] = {"pp=4", "schedule=1f1b", NULL};
 	if (model_load(heavy, &wide, err)) { CHECK(0, "%s", err); return; }

@@ -73,6 +73,8 @@ int export_plan(const struct plan *p, const struct model *m, enum export_format 
 	if ((size_t)fmt >= NMETHODS) return errf(err, "export: unknown format %d", (int)fmt);
 	const struct export_method *x = methods[fmt];
 	struct out o = {f, f, x->comment, 0};
+	if (p->compile && !x->compiles)
+		export_noeq(&o, "torch.compile of the blocks; %s runs its own fused kernels", x->name);
 	if (x->write(&o, p, m, err)) return -1;
 	return o.nnotes;
 }

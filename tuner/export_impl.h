@@ -23,6 +23,8 @@ struct export_method {
 	const char *comment;  /* the format's comment marker */
 	/* writes p (resolved, valid; m may be NULL); 0, or -1 with err */
 	int (*write)(struct out *o, const struct plan *p, const struct model *m, char *err);
+	int compiles;         /* writes the plan's torch.compile switch (else a compiled plan is a
+	                       * "no equivalent" line) */
 };
 extern const struct export_method export_megatron_method, export_nanotron_method,
 	export_torchtitan_method, export_deepspeed_method;

@@ -167,7 +167,11 @@ static int write_torchtitan(struct out *o, const struct plan *p, const struct mo
 		if (t.ac_every) fprintf(f, "selective_ac_option = \"%d\"\n", t.ac_every);
 		else fprintf(f, "selective_ac_option = \"op\"\n");
 	}
-	if (async_tp) fprintf(f, "\n[compile]\nenable = true\n"); /* async TP works only compiled in v0.2.x */
+	/* async TP works only compiled in v0.2.x; compiling also compiles the loss (4 B a logit
+	 * instead of the eager 12, profiles/frameworks/torchtitan.json) */
+	if (async_tp && !p->compile)
+		export_noeq(o, "async TP with eager blocks and loss; torchtitan needs compile.enable for it, which also compiles the loss");
+	if (async_tp || p->compile) fprintf(f, "\n[compile]\nenable = true\n");
 	export_comment(o, "torchtitan main (TOML removed): --parallelism.data_parallel_replicate_degree %d"
 		       " --parallelism.data_parallel_shard_degree %d --parallelism.tensor_parallel_degree %d"
 		       " --parallelism.pipeline_parallel_degree %d%s --parallelism.context_parallel_degree %d"
@@ -176,4 +180,4 @@ static int write_torchtitan(struct out *o, const struct plan *p, const struct mo
 	return 0;
 }
 
-const struct export_method export_torchtitan_method = {"torchtitan", "#", write_torchtitan};
+const struct export_method export_torchtitan_method = {"torchtitan", "#", write_torchtitan, 1};

@@ -158,7 +158,7 @@ PY
 # stage: exit 0, one finalist, marked as fitting only with its split
 cat > "$TMP/wide.json" <<'J'
 {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 16, "num_attention_heads": 32,
- "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 384000, "max_position_embeddings": 32768}
+ "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 448000, "max_position_embeddings": 32768}
 J
 expect_rc 0 "$SP" tune --model "$TMP/wide.json" --gpu h100-sxm --gpus 4 --seq 16384 --gbs 16 --fix pp=4 --fix schedule=1f1b --no-db
 expect_out '^#1: fits only with a (memory-capped|time-balanced) split'
