@@ -95,9 +95,9 @@ struct plan {
 	int attn_cudnn;              /* attention through cuDNN's fused kernel where the hardware profile
 	                              * has its efficiency (Transformer Engine's choice on Hopper) */
 	int compile;                 /* torch.compile of the model's blocks (torchtitan
-	                              * training.compile): inductor fuses the element-wise ops, so
-	                              * autograd keeps no eager intermediates; the framework's profile
-	                              * says what it does to the loss (loss_bytes) */
+	                              * training.compile); the estimate reads it only through the
+	                              * framework profile's defaults it selects (torchtitan: loss_bytes,
+	                              * glu_eager); element-wise time is priced eager either way */
 	int glu_eager;               /* a gated MLP (SwiGLU) run as separate PyTorch ops: the
 	                              * activation saves its input gate, the product saves act(gate)
 	                              * and up, so act(gate) is kept too (nanotron GLUActivation,
