@@ -583,10 +583,15 @@ static double step_span(const struct ectx *c, const struct rank_work *w, int np,
 	*t_p2p = 0;
 	if (p->pp > 1) {
 		double bytes = c->act_bytes * c->T * c->m->hidden / (p->sp && p->tp > 1 ? p->tp : 1);
+		/* without SP every TP rank holds the whole output; scatter/gather sends each rank's
+		 * 1/tp over its own link and all-gathers it on the receiving stage's TP group [MEG
+		 * §4.1; model.md TV-M5], in forward and backward alike */
+		int sg = p->pp_scatter_gather && p->tp > 1 && !p->sp;
 		struct span pair = span_nodes(2, c->pp_cross ? 2 : 1);
 		if (c->pp_cross) /* a neighbour in another unit of every tier the pipeline group spans */
 			for (int t = 1; t < HW_MAX_TIERS; t++) pair.units[t] = c->pp_g.units[t] > 1 ? 2 : 1;
-		*t_p2p = ectx_coll_time(c, COLL_SENDRECV, bytes, &pair);
+		*t_p2p = ectx_coll_time(c, COLL_SENDRECV, sg ? bytes / p->tp : bytes, &pair);
+		if (sg) *t_p2p += ectx_coll_time(c, COLL_ALLGATHER, bytes, &c->tp_g);
 	}
 	double span = pipeline_span(p, c->mb, w, np, *t_p2p, pp_exposed);
 	/* with more than 64 stages, sum-based terms scale with the true count */

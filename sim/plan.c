@@ -60,6 +60,7 @@ static const struct plan_key plan_keys[] = {
 	{"overlap_tp_comm", K_BOOL, OFF(overlap_tp_comm), 0, 1, "overlap TP/SP collectives with GEMMs", NULL},
 	{"flash_attn", K_BOOL, OFF(flash_attn), 0, 1, "fused (flash) attention; 0: unfused, s x s scores in memory", NULL},
 	{"overlap_p2p", K_BOOL, OFF(overlap_p2p), 0, 1, "interleaved schedules: pipeline sends/receives overlapped with compute", NULL},
+	{"pp_scatter_gather", K_BOOL, OFF(pp_scatter_gather), 0, 1, "pipeline sends without SP: each TP rank sends 1/tp of the stage's output, which every TP rank holds whole, and the receiving stage all-gathers it over its TP group (Megatron-LM's scatter/gather, DeepSpeed's partitioned pipeline tensors); 0: every TP rank sends the whole tensor", NULL},
 	{"tp_regather", K_BOOL, OFF(tp_regather), 0, 1, "SP: column-parallel inputs kept sharded and all-gathered again in backward (Megatron, nanotron); 0: the gathered input is kept (torchtitan)", NULL},
 	{"dp_host_copies", K_BOOL, OFF(dp_host_copies), 0, 1, "ZeRO-0/1 gradient and parameter syncs through list-form torch.distributed calls that copy every tensor's slice per rank on the host (nanotron's *_coalesced helpers)", NULL},
 	{"loss_bytes", K_INT, OFF(loss_bytes), 1, 64, "bytes per logit the loss holds at its peak (6: fused vocab-parallel cross-entropy, bf16 logits and an in-place fp32 softmax, Megatron; 12: eager F.cross_entropy on fp32-upcast logits, torchtitan without compile; 4: the same compiled, bf16 logits and their bf16 gradient)", NULL},

@@ -79,6 +79,10 @@ struct plan {
 	int overlap_tp_comm;         /* TP/SP collectives overlapped with GEMMs */
 	int flash_attn;              /* fused (flash) attention; 0: score matrix materialised */
 	int overlap_p2p;             /* interleaved schedules: P2P overlapped with compute */
+	int pp_scatter_gather;       /* without SP, a stage's output is whole on every TP rank: each
+	                              * sends 1/tp of it and the next stage all-gathers it over its TP
+	                              * group (Megatron-LM before Megatron-Core, Megatron-DeepSpeed,
+	                              * DeepSpeed's pipeline engine); 0: each TP rank sends all of it */
 	int tp_regather;             /* SP: the column-parallel layers keep their input sharded and
 	                              * all-gather it again in backward (Megatron, TE, nanotron);
 	                              * 0: the gathered input is saved (torchtitan's DTensor SP) */

@@ -281,6 +281,13 @@ static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
 	CHECK_REL(e.kind[0].t_p2p * X / 2, 2.5166e7, 5e-4, "TV-M5 PP boundary bsh");
 	if (run(gpt3, &h, KV("gpus", "16", "tp", "8", "pp", "2", "sp", "1", "seq", "2048", "gbs", "2"), &p, &e)) return;
 	CHECK_REL(e.kind[0].t_p2p * X / 2, 3.146e6, 5e-4, "TV-M5 PP boundary bsh/t with SP");
+	/* without SP, scatter/gather sends the same bsh/t and the receiving stage all-gathers the
+	 * bsh over its 8 TP ranks, a ring moving 7/8 of it [MEG §4.1] */
+	if (run(gpt3, &h, KV("gpus", "16", "tp", "8", "pp", "2", "pp_scatter_gather", "1", "seq", "2048", "gbs", "2"), &p, &e)) return;
+	CHECK_REL(e.kind[0].t_p2p * X / 2, 3.146e6 + 2.5166e7 * 7 / 8, 5e-4, "TV-M5 PP boundary with scatter/gather");
+	/* with SP the tensor is already split: scatter/gather changes nothing */
+	if (run(gpt3, &h, KV("gpus", "16", "tp", "8", "pp", "2", "sp", "1", "pp_scatter_gather", "1", "seq", "2048", "gbs", "2"), &p, &e)) return;
+	CHECK_REL(e.kind[0].t_p2p * X / 2, 3.146e6, 5e-4, "TV-M5 scatter/gather under SP");
 }
 
 /* Ring attention: each of the cp−1 ring steps waits on its P2P exchange, so its fixed cost is

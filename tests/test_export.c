@@ -432,6 +432,21 @@ static void test_launchable(void)
 	      has_line(out, "enable = true"), "torchtitan: async TP with compile");
 	CHECK(out && strstr(out, "# no equivalent: async TP with eager blocks and loss"), "torchtitan: async TP compiles what the plan priced eager");
 	free(out);
+	/* pipeline sends without SP: Megatron-Core sends the whole tensor, DeepSpeed's pipeline
+	 * engine partitions it over TP; a plan priced the other way gets a no-equivalent line */
+	const char *const sg[] = {"gpus", "16", "tp", "8", "pp", "2", "gbs", "16", "seq", "4096", "pp_scatter_gather", "1", NULL};
+	out = run_export(sg, EXPORT_MEGATRON, &notes);
+	CHECK(out && strstr(out, "# no equivalent: pipeline sends split over TP and gathered on receipt (scatter/gather); megatron sends"),
+	      "megatron: scatter/gather has no equivalent");
+	free(out);
+	out = run_export(sg, EXPORT_DEEPSPEED, &notes);
+	CHECK(out && !strstr(out, "scatter/gather") && !strstr(out, "whole tensor"), "deepspeed: its pipeline partitions, as priced");
+	free(out);
+	const char *const whole[] = {"gpus", "16", "tp", "8", "pp", "2", "gbs", "16", "seq", "4096", NULL};
+	out = run_export(whole, EXPORT_DEEPSPEED, &notes);
+	CHECK(out && strstr(out, "// no equivalent: pipeline sends of the whole tensor from every TP rank; deepspeed splits them"),
+	      "deepspeed: whole-tensor sends have no equivalent");
+	free(out);
 	/* a compiled plan: torchtitan's switch; the others have none */
 	const char *const comp[] = {"gpus", "8", "gbs", "8", "seq", "4096", "compile", "1", NULL};
 	out = run_export(comp, EXPORT_TORCHTITAN, &notes);

@@ -75,6 +75,10 @@ int export_plan(const struct plan *p, const struct model *m, enum export_format 
 	struct out o = {f, f, x->comment, 0};
 	if (p->compile && !x->compiles)
 		export_noeq(&o, "torch.compile of the blocks; %s runs its own fused kernels", x->name);
+	if (p->pp > 1 && p->tp > 1 && !p->sp && p->pp_scatter_gather != x->scatters)
+		export_noeq(&o, x->scatters ? "pipeline sends of the whole tensor from every TP rank; %s splits them over TP and gathers them on receipt"
+					    : "pipeline sends split over TP and gathered on receipt (scatter/gather); %s sends the whole tensor from every TP rank",
+			    x->name);
 	if (x->write(&o, p, m, err)) return -1;
 	return o.nnotes;
 }

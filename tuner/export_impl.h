@@ -25,6 +25,10 @@ struct export_method {
 	int (*write)(struct out *o, const struct plan *p, const struct model *m, char *err);
 	int compiles;         /* writes the plan's torch.compile switch (else a compiled plan is a
 	                       * "no equivalent" line) */
+	int scatters;         /* its pipeline splits a stage's output over TP to send it and
+	                       * all-gathers it on receipt when SP does not already split it (plan
+	                       * key pp_scatter_gather; a plan priced otherwise gets a "no
+	                       * equivalent" line) */
 };
 extern const struct export_method export_megatron_method, export_nanotron_method,
 	export_torchtitan_method, export_deepspeed_method;
