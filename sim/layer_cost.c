@@ -176,8 +176,35 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 {
 	const struct model *m = c->m;
 	double t = d->t, T = d->T, H = d->H, E = d->E, qd = d->qd, kvd = d->kvd, mult = d->mlp_mult, width = d->width;
-	double ew = E * (12 * H / d->sp + 4 * (qd + 2 * kvd) / t + 3 * (d->moe ? m->moe_topk * (double)m->moe_ffn_hidden : width) / t);
+	double fw = (d->moe ? m->moe_topk * (double)m->moe_ffn_hidden : width) / t;
+	double ew = E * (12 * H / d->sp + 4 * (qd + 2 * kvd) / t + 3 * fw);
 	double e_f = elem_t(c, T * ew), e_b = 2 * e_f;
+	double xf = 0, xb = 0; /* what eager ops move beyond the fused kernels counted above */
+	if (c->p->eager_block) {
+		/* torchtitan's block as PyTorch ops, bytes per element beyond the base count (2E
+		 * forward, 4E backward for a norm or the rotary embedding): RMSNorm is x.float(),
+		 * pow, mean, a multiply, type_as and the weight's multiply, E+4 + 8 + 4 + 8 + 4+E +
+		 * 2E = 28+4E forward; its autograd backward 4E (weight) + E+4 + 16 + 4 + 12 + 12
+		 * (the two paths' gradients summed) + 4+E = 52+6E; two per block, over the
+		 * sequence share SP gives a rank. apply_rotary_emb on q and k: float, the complex
+		 * multiply, type_as = 16+2E each way. repeat_kv materialises K and V at the query
+		 * width when heads > kv heads (read the K/V width, write the query width, and the
+		 * sum back in backward), and the attention's output is copied by .contiguous()
+		 * (models/llama/model.py, models/norms.py at 9dec370) */
+		double qt = qd / t, kt = d->kvd_t;
+		xf += 2 * (28 + 2 * E) * H / d->sp + 16 * (qt + kt) + 2 * E * qt;
+		xb += 2 * (52 + 2 * E) * H / d->sp + (16 - 2 * E) * (qt + kt);
+		if (qt > kt) { xf += 2 * E * (qt + kt); xb += 2 * E * (qt + kt); }
+	}
+	if (c->p->glu_eager && m->mlp == MLP_SWIGLU) {
+		/* act(gate) then the product: silu reads and writes, the product reads two and
+		 * writes one (5E against the fused 3E); backward the product's two gradients and
+		 * silu's (8E against 6E) */
+		xf += 2 * E * fw;
+		xb += 2 * E * fw;
+	}
+	if (xf > 0) e_f += elem_t(c, T * xf);
+	if (xb > 0) e_b += elem_t(c, T * xb);
 	/* FP8 with dynamic (per-tensor) scaling, as torchao Float8Linear and TE run it: every
 	 * GEMM operand is cast to FP8 first, an amax pass (read 2 bytes) then the cast (read 2,
 	 * write 1) = 5 bytes per element of each input and weight in forward and of each output

@@ -101,12 +101,16 @@ struct plan {
 	int compile;                 /* torch.compile of the model's blocks (torchtitan
 	                              * training.compile); the estimate reads it only through the
 	                              * framework profile's defaults it selects (torchtitan: loss_bytes,
-	                              * glu_eager); element-wise time is priced eager either way */
+	                              * glu_eager, eager_block) */
 	int glu_eager;               /* a gated MLP (SwiGLU) run as separate PyTorch ops: the
 	                              * activation saves its input gate, the product saves act(gate)
 	                              * and up, so act(gate) is kept too (nanotron GLUActivation,
-	                              * torchtitan FeedForward); 0: one fused kernel that saves
-	                              * gate|up only (Megatron bias_swiglu_impl) */
+	                              * torchtitan FeedForward), and each op's traffic is priced;
+	                              * 0: one fused kernel that saves gate|up only (Megatron
+	                              * bias_swiglu_impl) */
+	int eager_block;             /* the block's norms, rotary embedding, K/V repetition and output
+	                              * layout copy as separate PyTorch ops (torchtitan uncompiled):
+	                              * their HBM traffic counted op by op (layer_cost.c) */
 	int overlap_tp_bwd;          /* TP backward collectives overlapped with the other backward
 	                              * GEMM (Megatron's async dgrad/wgrad), without overlap_tp_comm */
 	int reduce_per_mb;           /* ZeRO-2: gradients reduce-scattered every micro-batch

@@ -131,6 +131,24 @@ static int has(const char *hay, const char *needle)
 	return 0;
 }
 
+/* has(), but only as a term of the prose: not inside an identifier or a path, which a
+ * locator's file name is (benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md names a page,
+ * not the technique) */
+static int has_term(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+	for (const char *h = hay; *h; h++) {
+		if (strncasecmp(h, needle, n)) continue;
+		char before = h > hay ? h[-1] : ' ', after = h[n];
+		if (isalnum((unsigned char)before) || before == '_' || before == '/') continue;
+		if (isalnum((unsigned char)after) || after == '_' || after == '/' ||
+		    (after == '.' && isalnum((unsigned char)h[n + 1]))) /* "x.md", not a full stop */
+			continue;
+		return 1;
+	}
+	return 0;
+}
+
 /* Overlap settings are not columns; a row states them in its notes when the source lists them
  * (Megatron's --overlap-grad-reduce / --overlap-param-gather / --tp-comm-overlap /
  * --overlap-p2p-communication, torchtitan's AsyncTP). Stated here, they outrank the framework's
@@ -138,13 +156,13 @@ static int has(const char *hay, const char *needle)
 static void notes_overlaps(const char *notes, struct plan *p)
 {
 	char err[ERR_LEN];
-	if (has(notes, "overlap of DP grad reduce") || has(notes, "overlap-grad-reduce") || has(notes, "overlap_grad_reduce"))
+	if (has_term(notes, "overlap of DP grad reduce") || has_term(notes, "overlap-grad-reduce") || has_term(notes, "overlap_grad_reduce"))
 		plan_set(p, "overlap_grad_reduce", "1", err);
-	if (has(notes, "param gather") || has(notes, "overlap-param-gather") || has(notes, "overlap_param_gather"))
+	if (has_term(notes, "param gather") || has_term(notes, "overlap-param-gather") || has_term(notes, "overlap_param_gather"))
 		plan_set(p, "overlap_param_gather", "1", err);
-	if (has(notes, "TP comm overlap") || has(notes, "tp-comm-overlap") || has(notes, "AsyncTP"))
+	if (has_term(notes, "TP comm overlap") || has_term(notes, "tp-comm-overlap") || has_term(notes, "AsyncTP"))
 		plan_set(p, "overlap_tp_comm", "1", err);
-	if (has(notes, "PP comm overlap") || has(notes, "overlap-p2p-comm") || has(notes, "overlap_p2p_comm"))
+	if (has_term(notes, "PP comm overlap") || has_term(notes, "overlap-p2p-comm") || has_term(notes, "overlap_p2p_comm"))
 		plan_set(p, "overlap_p2p", "1", err);
 }
 

@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), cuDNN's fused attention (attn_cudnn), the loss's bytes per logit (loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), cuDNN's fused attention (attn_cudnn), the loss's bytes per logit (loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -111,7 +111,12 @@ static void test_dp_host_copies(const struct model *m8, const struct hw *h)
 /* A SwiGLU run as two PyTorch ops (act(gate), then the product) keeps act(gate) for the
  * product's backward beside gate|up and the product: one more 2-byte tensor of the
  * intermediate width per token and layer, cut by TP. 8B (intermediate 14336), tp 2, one
- * micro-batch of 4096 tokens: 32 x 4096 x 2 B x 14336 / 2 more activation bytes, no time. */
+ * micro-batch of 4096 tokens: 32 x 4096 x 2 B x 14336 / 2 more activation bytes. Each op also
+ * reads and writes HBM: silu 2+2 B, the product 4+2 B, against a fused kernel's 4+2 B per
+ * element of the intermediate width, and backward 8 x 2 B against 6 x 2 B: 4 more bytes each
+ * way, at the profile's HBM rate (bandwidth x mem_eff). */
+static double hbm_s(const struct hw *h, double bytes) { return bytes / (h->hbm_bw_bps * h->mem_eff); }
+
 static void test_glu_eager(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
@@ -120,7 +125,31 @@ static void test_glu_eager(const struct model *m8, const struct hw *h)
 	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "glu_eager", "1"), &p, &e1)) return;
 	CHECK_REL(e1.kind[0].act_per_mb_bytes - e0.kind[0].act_per_mb_bytes, 32 * 4096.0 * 2 * 14336 / 2, 1e-9,
 		  "eager SwiGLU: act(gate) kept, 2 B x tokens x intermediate / tp per layer");
-	CHECK_REL(e1.step_time_s, e0.step_time_s, 1e-12, "keeping a tensor costs no time");
+	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * hbm_s(h, 2 * 4096.0 * 4 * 14336 / 2), 1e-6,
+		  "eager SwiGLU: 4 more bytes per intermediate element forward and backward");
+}
+
+/* torchtitan's block without compile, op by op (models/norms.py, models/llama/model.py at
+ * 9dec370): RMSNorm x.float() 2+4, pow 4+4, mean 4, multiply 4+4, type_as 4+2, weight 2+2 =
+ * 36 B per element forward, its autograd backward 8 (weight) + 6 (cast) + 16 (multiply) + 4
+ * (mean) + 12 (pow) + 12 (the two gradients summed) + 6 (cast) = 64, against a fused 4 and 8;
+ * apply_rotary_emb 6 + 8 + 6 = 20 B per element of q and k each way, against 4 and 8;
+ * repeat_kv reads K and V (512 wide per rank) and writes them at the query width (2048), and
+ * sums them back in backward: 2 x 2 B x (512 + 2048) each way; the output's .contiguous()
+ * reads and writes 2048 wide, forward only. 8B at tp 2 without SP (norms over the whole
+ * 4096 width), one micro-batch of 4096 tokens, 32 layers. */
+static void test_eager_block(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "eager_block", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "eager_block", "1"), &p, &e1)) return;
+	double q = 2048, kv = 512, H = 4096;
+	double fwd = 2 * (36 - 4) * H + (20 - 4) * (q + kv) + 4 * (q + kv) + 4 * q;
+	double bwd = 2 * (64 - 8) * H + (20 - 8) * (q + kv) + 4 * (q + kv);
+	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * (hbm_s(h, 4096 * fwd) + hbm_s(h, 4096 * bwd)), 1e-6,
+		  "eager block: the norms', rotary embedding's and copies' traffic");
+	CHECK_REL(e1.kind[0].act_per_mb_bytes, e0.kind[0].act_per_mb_bytes, 1e-12, "traffic keeps no tensor");
 }
 
 /* Attention through cuDNN's fused kernel runs the same FLOPs at the profile's attn_eff_cudnn
@@ -273,6 +302,7 @@ int main(void)
 	test_bf16_states(&m8, &h);
 	test_tp_regather(&m8, &h);
 	test_glu_eager(&m8, &h);
+	test_eager_block(&m8, &h);
 	test_attn_cudnn(&m8, &h);
 	test_loss_bytes(&m8, &h);
 	test_expandable_release(&m8, &h);

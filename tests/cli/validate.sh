@@ -197,6 +197,26 @@ json_check "$TMP/titan.json" 'd["results"][1]["simulated"] and "vpp " in d["resu
 SIMTPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens_per_s_per_gpu"])' "$TMP/out")
 json_check "$TMP/titan.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6"
 
+# a row's notes switch an overlap on only when they name the technique in prose: a locator's
+# file name (benchmarks/asyncTP_...md) is not a statement that the run used async TP. AT1 says
+# AsyncTP and is priced with TP overlap; AT2, vanilla TP from the same page, takes torchtitan's
+# default (off): each equals `sim --framework torchtitan` with that switch.
+PAGE="locator: pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md"
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row AT1 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "Techniques: FSDP + AsyncTP | $PAGE"
+	tsv_row AT2 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "Techniques: FSDP + vanilla TP | $PAGE"
+} >"$TMP/async.tsv"
+expect_rc 0 "$SP" validate "$TMP/async.tsv" --json
+cp "$TMP/out" "$TMP/async.json"
+for ov in 1 0; do
+	"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --zero 3 --recompute none --mbs 4 --gbs 64 --seq 4096 \
+		--framework torchtitan --overlap-tp-comm $ov --json 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'
+done >"$TMP/async_sim"
+A1=$(sed -n 1p "$TMP/async_sim"); A0=$(sed -n 2p "$TMP/async_sim")
+json_check "$TMP/async.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $A1 - 1) < 1e-6 and abs(d['results'][1]['pred_tokens_per_s_per_gpu'] / $A0 - 1) < 1e-6 and $A1 != $A0"
+
 # an in-house stack (framework "other") documents no allocator, gradient dtype or ZeRO-2
 # reduction schedule: those are cells like any other, completed with the fastest plan that
 # fits; a documented framework (megatron-core) sets them from its profile and searches none.
