@@ -447,6 +447,24 @@ static void test_launchable(void)
 	CHECK(out && strstr(out, "// no equivalent: pipeline sends of the whole tensor from every TP rank; deepspeed splits them"),
 	      "deepspeed: whole-tensor sends have no equivalent");
 	free(out);
+	/* a block priced fused: torchtitan runs it eager unless compiled; priced eager: the
+	 * others run fused kernels */
+	const char *const fusedb[] = {"gpus", "8", "gbs", "8", "seq", "4096", NULL};
+	out = run_export(fusedb, EXPORT_TORCHTITAN, &notes);
+	CHECK(out && strstr(out, "# no equivalent: the block's norms and rotary embedding priced fused; torchtitan runs them as eager"),
+	      "torchtitan: a fused block without compile has no equivalent");
+	free(out);
+	out = run_export(fusedb, EXPORT_MEGATRON, &notes);
+	CHECK(out && !strstr(out, "norms and rotary"), "megatron: a fused block, as priced");
+	free(out);
+	const char *const eagerb[] = {"gpus", "8", "gbs", "8", "seq", "4096", "eager_block", "1", NULL};
+	out = run_export(eagerb, EXPORT_NANOTRON, &notes);
+	CHECK(out && strstr(out, "# no equivalent: the block's norms and rotary embedding priced as eager PyTorch ops; nanotron runs them fused"),
+	      "nanotron: an eager block has no equivalent");
+	free(out);
+	out = run_export(eagerb, EXPORT_TORCHTITAN, &notes);
+	CHECK(out && !strstr(out, "norms and rotary"), "torchtitan: an eager block without compile, as priced");
+	free(out);
 	/* a compiled plan: torchtitan's switch; the others have none */
 	const char *const comp[] = {"gpus", "8", "gbs", "8", "seq", "4096", "compile", "1", NULL};
 	out = run_export(comp, EXPORT_TORCHTITAN, &notes);

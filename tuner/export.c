@@ -75,6 +75,11 @@ int export_plan(const struct plan *p, const struct model *m, enum export_format 
 	struct out o = {f, f, x->comment, 0};
 	if (p->compile && !x->compiles)
 		export_noeq(&o, "torch.compile of the blocks; %s runs its own fused kernels", x->name);
+	int fused = x->fuses_block || (x->compiles && p->compile);
+	if (p->eager_block == fused)
+		export_noeq(&o, p->eager_block ? "the block's norms and rotary embedding priced as eager PyTorch ops; %s runs them fused"
+					       : "the block's norms and rotary embedding priced fused; %s runs them as eager PyTorch ops unless compiled",
+			    x->name);
 	if (p->pp > 1 && p->tp > 1 && !p->sp && p->pp_scatter_gather != x->scatters)
 		export_noeq(&o, x->scatters ? "pipeline sends of the whole tensor from every TP rank; %s splits them over TP and gathers them on receipt"
 					    : "pipeline sends split over TP and gathered on receipt (scatter/gather); %s sends the whole tensor from every TP rank",

@@ -25,6 +25,10 @@ struct export_method {
 	int (*write)(struct out *o, const struct plan *p, const struct model *m, char *err);
 	int compiles;         /* writes the plan's torch.compile switch (else a compiled plan is a
 	                       * "no equivalent" line) */
+	int fuses_block;      /* runs a block's norms and rotary embedding as fused kernels (0:
+	                       * as eager PyTorch ops unless compiled, when `compiles` says the
+	                       * format writes the switch); a plan priced otherwise (plan key
+	                       * eager_block) gets a "no equivalent" line */
 	int scatters;         /* its pipeline splits a stage's output over TP to send it and
 	                       * all-gathers it on receipt when SP does not already split it (plan
 	                       * key pp_scatter_gather; a plan priced otherwise gets a "no
