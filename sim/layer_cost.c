@@ -203,6 +203,20 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 		xf += 2 * E * fw;
 		xb += 2 * E * fw;
 	}
+	if (c->p->tp_seq_copies && c->p->sp && t > 1) {
+		/* SP's collectives on the sequence dimension of a batch-first [b, s, h] tensor go
+		 * through PyTorch's functional collectives, which gather into dimension 0 and then
+		 * torch.cat the chunks into place (all_gather_tensor, gather_dim != 0), and cat the
+		 * chunks of a reduce-scatter's input into dimension-0 order first
+		 * (reduce_scatter_tensor, scatter_dim != 0): one more read and write of the whole
+		 * gathered tensor per collective. Two all-gathers and two reduce-scatters per block
+		 * forward, their transposes backward (torchtitan's Shard(1) plan). With torchao's
+		 * float8 linears the forward all-gathers move the inputs already cast to FP8
+		 * (PrepareFloat8ModuleInput, parallelize_llama.py at 9dec370): 1 byte each */
+		double ag = c->p->precision == PREC_FP8 && c->p->fp8_impl == FP8_TORCHAO ? 1 : E;
+		xf += 2 * 2 * ag * H + 2 * 2 * E * H;
+		xb += 4 * 2 * E * H;
+	}
 	if (xf > 0) e_f += elem_t(c, T * xf);
 	if (xb > 0) e_b += elem_t(c, T * xb);
 	/* FP8 with dynamic (per-tensor) scaling, as torchao Float8Linear and TE run it: every

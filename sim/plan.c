@@ -68,6 +68,7 @@ static const struct plan_key plan_keys[] = {
 	{"compile", K_BOOL, OFF(compile), 0, 1, "torch.compile of the blocks (PyTorch frameworks); priced only through the framework profile's defaults it selects (torchtitan: loss_bytes, glu_eager, eager_block)", NULL},
 	{"glu_eager", K_BOOL, OFF(glu_eager), 0, 1, "gated MLP as separate PyTorch ops (activation, then product): autograd also keeps act(gate), one more intermediate-width tensor per layer, and each op reads and writes HBM (nanotron, torchtitan); 0: one fused kernel (Megatron bias_swiglu_impl)", NULL},
 	{"eager_block", K_BOOL, OFF(eager_block), 0, 1, "the block's RMSNorms, rotary embedding, K/V head repetition and output copy run as separate PyTorch ops, each reading and writing HBM (torchtitan's Llama code without compile); 0: fused kernels", NULL},
+	{"tp_seq_copies", K_BOOL, OFF(tp_seq_copies), 0, 1, "SP collectives on the sequence dimension of batch-first activations copy the gathered tensor into place (PyTorch functional collectives with gather/scatter dim != 0: torchtitan); 0: gathered in place (sequence-first: Megatron, nanotron)", NULL},
 	{"overlap_tp_bwd", K_BOOL, OFF(overlap_tp_bwd), 0, 1, "TP backward collectives overlapped with the other backward GEMM (Megatron default)", NULL},
 	{"reduce_per_mb", K_BOOL, OFF(reduce_per_mb), 0, 1, "ZeRO-2: reduce-scatter every micro-batch (DeepSpeed, FSDP); 0: once per step", NULL},
 	{"allocator", K_ENUM, OFF(allocator), 0, ALLOC_COUNT, "native|expandable (PyTorch expandable_segments)", alloc_names},

@@ -111,6 +111,9 @@ struct plan {
 	int eager_block;             /* the block's norms, rotary embedding, K/V repetition and output
 	                              * layout copy as separate PyTorch ops (torchtitan uncompiled):
 	                              * their HBM traffic counted op by op (layer_cost.c) */
+	int tp_seq_copies;           /* SP gathers and scatters the sequence dimension of a batch-first
+	                              * tensor through functional collectives that copy the chunks into
+	                              * place with torch.cat (torchtitan's Shard(1)) */
 	int overlap_tp_bwd;          /* TP backward collectives overlapped with the other backward
 	                              * GEMM (Megatron's async dgrad/wgrad), without overlap_tp_comm */
 	int reduce_per_mb;           /* ZeRO-2: gradients reduce-scattered every micro-batch

@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), cuDNN's fused attention (attn_cudnn), the loss's bytes per logit (loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's bytes per logit (loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -150,6 +150,31 @@ static void test_eager_block(const struct model *m8, const struct hw *h)
 	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * (hbm_s(h, 4096 * fwd) + hbm_s(h, 4096 * bwd)), 1e-6,
 		  "eager block: the norms', rotary embedding's and copies' traffic");
 	CHECK_REL(e1.kind[0].act_per_mb_bytes, e0.kind[0].act_per_mb_bytes, 1e-12, "traffic keeps no tensor");
+}
+
+/* SP through PyTorch's functional collectives on the sequence dimension of a [b, s, h] tensor
+ * (torchtitan's Shard(1)): all_gather_tensor gathers into dimension 0 and torch.cat's the
+ * chunks into place, reduce_scatter_tensor cat's its input's chunks first: one more read and
+ * write of the whole gathered tensor (2 + 2 B per element) for each of the block's two
+ * all-gathers and two reduce-scatters forward, and of their transposes backward. 8B at tp 2
+ * with SP, 4096 tokens, 32 layers: 32 x 2 x 4096 x 4 x 4 B x 4096 at the HBM rate; without SP
+ * the all-reduces need no reordering. With torchao's FP8 the forward gathers move 1-byte
+ * inputs: 2 x 2 x 1 + 2 x 2 x 2 = 12 B per hidden element forward, 16 backward. */
+static void test_tp_seq_copies(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate e0, e1;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "tp_seq_copies", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "tp_seq_copies", "1"), &p, &e1)) return;
+	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * 2 * hbm_s(h, 4096.0 * 16 * 4096), 1e-6,
+		  "SP on the sequence dim: a copy of the gathered tensor per collective");
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "precision", "fp8", "fp8_impl", "torchao", "tp_seq_copies", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "precision", "fp8", "fp8_impl", "torchao", "tp_seq_copies", "1"), &p, &e1)) return;
+	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * (hbm_s(h, 4096.0 * 12 * 4096) + hbm_s(h, 4096.0 * 16 * 4096)), 1e-6,
+		  "FP8 (torchao): the forward gathers copy 1-byte inputs");
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "tp_seq_copies", "0"), &p, &e0)) return;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "tp_seq_copies", "1"), &p, &e1)) return;
+	CHECK_REL(e1.step_time_s, e0.step_time_s, 1e-12, "without SP nothing is reordered");
 }
 
 /* Attention through cuDNN's fused kernel runs the same FLOPs at the profile's attn_eff_cudnn
@@ -303,6 +328,7 @@ int main(void)
 	test_tp_regather(&m8, &h);
 	test_glu_eager(&m8, &h);
 	test_eager_block(&m8, &h);
+	test_tp_seq_copies(&m8, &h);
 	test_attn_cudnn(&m8, &h);
 	test_loss_bytes(&m8, &h);
 	test_expandable_release(&m8, &h);

@@ -465,6 +465,19 @@ static void test_launchable(void)
 	out = run_export(eagerb, EXPORT_TORCHTITAN, &notes);
 	CHECK(out && !strstr(out, "norms and rotary"), "torchtitan: an eager block without compile, as priced");
 	free(out);
+	/* SP on a batch-first layout: torchtitan copies each gathered tensor into place */
+	const char *const spc[] = {"gpus", "8", "tp", "8", "sp", "1", "gbs", "8", "seq", "4096", NULL};
+	out = run_export(spc, EXPORT_TORCHTITAN, &notes);
+	CHECK(out && strstr(out, "# no equivalent: SP collectives gathered in place; torchtitan copies"), "torchtitan: in-place SP has no equivalent");
+	free(out);
+	const char *const spc1[] = {"gpus", "8", "tp", "8", "sp", "1", "gbs", "8", "seq", "4096", "tp_seq_copies", "1", NULL};
+	out = run_export(spc1, EXPORT_MEGATRON, &notes);
+	CHECK(out && strstr(out, "# no equivalent: SP collectives that copy each gathered tensor into place; megatron gathers in place"),
+	      "megatron: SP copies have no equivalent");
+	free(out);
+	out = run_export(spc1, EXPORT_TORCHTITAN, &notes);
+	CHECK(out && !strstr(out, "SP collectives"), "torchtitan: SP copies, as priced");
+	free(out);
 	/* a compiled plan: torchtitan's switch; the others have none */
 	const char *const comp[] = {"gpus", "8", "gbs", "8", "seq", "4096", "compile", "1", NULL};
 	out = run_export(comp, EXPORT_TORCHTITAN, &notes);

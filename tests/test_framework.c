@@ -54,10 +54,10 @@ static void test_apply(void)
 	 * compiled blocks keep no eager SwiGLU intermediate and move no eager norm or rotary traffic */
 	CHECK(framework_load("torchtitan", &fw, err) == 0, "%s", err);
 	plan_defaults(&p);
-	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss_bytes == 12 && p.glu_eager && p.eager_block, "torchtitan eager: loss %d B", p.loss_bytes);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss_bytes == 12 && p.glu_eager && p.eager_block && p.tp_seq_copies, "torchtitan eager: loss %d B", p.loss_bytes);
 	plan_defaults(&p);
 	plan_set(&p, "compile", "1", err);
-	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss_bytes == 4 && !p.glu_eager && !p.eager_block, "torchtitan compiled 2025: loss %d B", p.loss_bytes);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss_bytes == 4 && !p.glu_eager && !p.eager_block && p.tp_seq_copies, "torchtitan compiled 2025: loss %d B", p.loss_bytes);
 	plan_defaults(&p);
 	plan_set(&p, "compile", "1", err);
 	CHECK(framework_apply(&fw, &p, 2024, NULL, 0, NULL, err) > 0 && p.loss_bytes == 12 && !p.glu_eager, "torchtitan compiled 2024: loss %d B", p.loss_bytes);

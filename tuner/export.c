@@ -80,6 +80,10 @@ int export_plan(const struct plan *p, const struct model *m, enum export_format 
 		export_noeq(&o, p->eager_block ? "the block's norms and rotary embedding priced as eager PyTorch ops; %s runs them fused"
 					       : "the block's norms and rotary embedding priced fused; %s runs them as eager PyTorch ops unless compiled",
 			    x->name);
+	if (p->tp > 1 && p->sp && p->tp_seq_copies != x->seq_copies)
+		export_noeq(&o, x->seq_copies ? "SP collectives gathered in place; %s copies each gathered tensor into its batch-first layout"
+					      : "SP collectives that copy each gathered tensor into place; %s gathers in place",
+			    x->name);
 	if (p->pp > 1 && p->tp > 1 && !p->sp && p->pp_scatter_gather != x->scatters)
 		export_noeq(&o, x->scatters ? "pipeline sends of the whole tensor from every TP rank; %s splits them over TP and gathers them on receipt"
 					    : "pipeline sends split over TP and gathered on receipt (scatter/gather); %s sends the whole tensor from every TP rank",

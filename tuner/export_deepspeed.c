@@ -71,4 +71,4 @@ static int write_deepspeed(struct out *o, const struct plan *p, const struct mod
 	return 0;
 }
 
-const struct export_method export_deepspeed_method = {"deepspeed", "//", write_deepspeed, 0, 1, 1};
+const struct export_method export_deepspeed_method = {"deepspeed", "//", write_deepspeed, 0, 1, 0, 1};

@@ -29,6 +29,9 @@ struct export_method {
 	                       * as eager PyTorch ops unless compiled, when `compiles` says the
 	                       * format writes the switch); a plan priced otherwise (plan key
 	                       * eager_block) gets a "no equivalent" line */
+	int seq_copies;       /* its SP collectives copy the gathered tensor into place (a
+	                       * batch-first layout through functional collectives: plan key
+	                       * tp_seq_copies; a plan priced otherwise gets a "no equivalent" line) */
 	int scatters;         /* its pipeline splits a stage's output over TP to send it and
 	                       * all-gathers it on receipt when SP does not already split it (plan
 	                       * key pp_scatter_gather; a plan priced otherwise gets a "no

@@ -221,4 +221,4 @@ static int write_megatron(struct out *o, const struct plan *p, const struct mode
 	return 0;
 }
 
-const struct export_method export_megatron_method = {"megatron", "#", write_megatron, 0, 1, 0};
+const struct export_method export_megatron_method = {"megatron", "#", write_megatron, 0, 1, 0, 0};

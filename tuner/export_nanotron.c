@@ -82,4 +82,4 @@ static int write_nanotron(struct out *o, const struct plan *p, const struct mode
 	return 0;
 }
 
-const struct export_method export_nanotron_method = {"nanotron", "#", write_nanotron, 0, 1, 0};
+const struct export_method export_nanotron_method = {"nanotron", "#", write_nanotron, 0, 1, 0, 0};

@@ -180,4 +180,4 @@ static int write_torchtitan(struct out *o, const struct plan *p, const struct mo
 	return 0;
 }
 
-const struct export_method export_torchtitan_method = {"torchtitan", "#", write_torchtitan, 1, 0, 0};
+const struct export_method export_torchtitan_method = {"torchtitan", "#", write_torchtitan, 1, 0, 1, 0};
