@@ -39,7 +39,9 @@ int cmd_validate(int argc, char **argv)
 			       "header name; FORMAT.md's required columns must be there, an absent optional one is\n"
 			       "unknown in every row (said once on stderr).\n\n"
 			       "  --row ID   only the row with this id, preceded by its full estimate (the sim table)\n"
-			       "  --set K=V  override a plan key (sim's flag names, e.g. recompute=selective) on every row\n"
+			       "  --set K=V  override a plan key (sim's flag names, e.g. recompute=selective) on every row,\n"
+			       "             as if the row stated it: the framework's defaults that depend on it follow\n"
+			       "             (compile=1 selects torchtitan's compiled block and loss)\n"
 			       "  --by COL   also group the rows by a column of the file (source, framework, gpu, precision,\n"
 			       "             tp, pp, zero, ...): rows, scored rows, mean signed error, MAPE, memory MAPE and\n"
 			       "             fit accuracy per group (in --json: \"by\")\n");

@@ -255,7 +255,8 @@ static int row_framework(struct val_row *r, struct plan *p, const char *sched_ce
 	return 0;
 }
 
-/* Fills model and plan from one row; returns 0, or -1 with r->reason. */
+/* Fills model and plan from what one row states (its cells and notes; the framework's defaults
+ * come after the overrides, row_framework); returns 0, or -1 with r->reason. */
 static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct model *m, struct plan *p)
 {
 	const char *name[] = {"layers", "hidden", "ffn_hidden", "heads", "kv_heads", "head_dim"};
@@ -324,7 +325,7 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		plan_set(p, "flash_attn", "0", err);
 		add_assumed(r, "unfused attention (published before flash attention reached frameworks)");
 	}
-	return row_framework(r, p, cell[ix[C_SCHED]]);
+	return 0;
 bad:
 	snprintf(r->reason, sizeof(r->reason), "%s", err);
 	return -1;
@@ -562,12 +563,16 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		struct model m;
 		struct plan p;
 		int ok = row_measured(cell, ix, ix_step, r) == 0 && row_to_inputs(cell, ix, r, &m, &p) == 0;
-		for (int i = 0; ok && i < opts->nset; i++) { /* overrides (what-if on a row) */
+		/* overrides (what-if on a row) count as stated by the row: the framework's defaults
+		 * do not replace them, and the defaults that depend on them follow them (--set
+		 * compile=1 selects torchtitan's compiled loss and block) */
+		for (int i = 0; ok && i < opts->nset; i++) {
 			if (plan_set(&p, opts->set_key[i], opts->set_val[i], err)) { rc = -1; goto out; }
 			char what[160];
 			snprintf(what, sizeof(what), "%s=%s", opts->set_key[i], opts->set_val[i]);
 			add_assumed(r, what);
 		}
+		ok = ok && row_framework(r, &p, cell[ix[C_SCHED]]) == 0;
 		if (ok)
 			predict(r, &m, &p, opts);
 		/* A run the row itself marks as measured with a framework defect that was fixed later

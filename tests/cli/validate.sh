@@ -217,6 +217,15 @@ done >"$TMP/async_sim"
 A1=$(sed -n 1p "$TMP/async_sim"); A0=$(sed -n 2p "$TMP/async_sim")
 json_check "$TMP/async.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $A1 - 1) < 1e-6 and abs(d['results'][1]['pred_tokens_per_s_per_gpu'] / $A0 - 1) < 1e-6 and $A1 != $A0"
 
+# an override counts as stated before the framework's defaults, so the defaults that depend on
+# it follow it: --set compile=1 on AT2 prices torchtitan's compiled block and loss, as
+# `sim --framework torchtitan --compile 1` does
+expect_rc 0 "$SP" validate "$TMP/async.tsv" --row AT2 --set compile=1 --json
+cp "$TMP/out" "$TMP/async_c.json"
+AC=$("$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --zero 3 --recompute none --mbs 4 --gbs 64 --seq 4096 \
+	--framework torchtitan --compile 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])')
+json_check "$TMP/async_c.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $AC - 1) < 1e-6 and $AC != $A0"
+
 # an in-house stack (framework "other") documents no allocator, gradient dtype or ZeRO-2
 # reduction schedule: those are cells like any other, completed with the fastest plan that
 # fits; a documented framework (megatron-core) sets them from its profile and searches none.
