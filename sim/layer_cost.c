@@ -238,7 +238,12 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 			e_f += elem_t(c, T * 4 * in + 4 * wts / c->mb);
 			e_b += elem_t(c, T * 4 * out);
 		} else {
-			e_f += elem_t(c, T * 5 * in + 5 * wts);
+			/* with SP, torchao's float8 TP (Float8ColwiseParallel behind
+			 * PrepareFloat8ModuleInput, torchtitan's parallelize_llama.py) casts the
+			 * column-parallel layers' input on the rank's sequence shard, before the
+			 * all-gather, and gathers it in FP8 (tp_cost) */
+			double in_f = d->sp > 1 ? H / d->sp + qd / t + H / d->sp + fe / t : in;
+			e_f += elem_t(c, T * 5 * in_f + 5 * wts);
 			e_b += elem_t(c, T * (5 * out + 2 * in) + 2 * wts);
 		}
 	}
@@ -301,6 +306,10 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	double ar = ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
 	double rg = p->sp && p->tp_regather ? 2 * ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
 	double cf = 2 * ar, cb = 2 * ar;
+	if (p->sp && p->precision == PREC_FP8 && p->fp8_impl == FP8_TORCHAO)
+		/* the forward's all-gathers move the inputs already cast to FP8 (1 byte an element;
+		 * Float8ColwiseParallel, PrepareFloat8ModuleInput), the reduce-scatters bf16 */
+		cf = 2 * (ectx_coll_time(c, COLL_ALLGATHER, S / d->E, &c->tp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g));
 	if (!p->overlap_tp_comm) {
 		lc->tp_f = cf;
 		lc->tp_b = cb + rg;

@@ -288,6 +288,14 @@ static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
 	/* with SP the tensor is already split: scatter/gather changes nothing */
 	if (run(gpt3, &h, KV("gpus", "16", "tp", "8", "pp", "2", "sp", "1", "pp_scatter_gather", "1", "seq", "2048", "gbs", "2"), &p, &e)) return;
 	CHECK_REL(e.kind[0].t_p2p * X / 2, 3.146e6, 5e-4, "TV-M5 scatter/gather under SP");
+	/* torchao's float8 TP gathers the forward's column-parallel inputs in FP8: each of a
+	 * block's two forward all-gathers moves half the bytes, 7/8 of bsh x 1 B less per gather,
+	 * backward unchanged; per step 96 layers x 2 x bsh x 7/8 x 1 B / X less */
+	struct estimate e8;
+	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "sp", "1", "seq", "2048", "gbs", "1", "overlap_tp_comm", "0"), &p, &e)) return;
+	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "sp", "1", "seq", "2048", "gbs", "1", "overlap_tp_comm", "0", "precision", "fp8", "fp8_impl", "torchao"), &p, &e8)) return;
+	CHECK_REL(e.kind[0].tp_comm_s - e8.kind[0].tp_comm_s, 96 * 2 * 2048.0 * gpt3->hidden * 7 / 8 / X, 5e-4,
+		  "float8 TP: forward all-gathers in FP8");
 }
 
 /* Ring attention: each of the cp−1 ring steps waits on its P2P exchange, so its fixed cost is
@@ -453,6 +461,18 @@ static void test_fp8_casts(const struct model *m8, const struct hw *h0)
 	if (run(m8, &h, KV("gpus", "1", "seq", "4096", "gbs", "1", "precision", "fp8", "fp8_impl", "torchao"), &p, &e8)) return;
 	double want = 32 * (4096.0 * 5 * 26624 + 5 * 218103808.0) / (h.hbm_bw_bps * h.mem_eff);
 	CHECK_REL(e8.kind[0].t_f - eb.kind[0].t_f, want, 1e-6, "torchao FP8 cast traffic in forward");
+	/* under TP 2 with SP, torchao's float8 TP casts the column-parallel layers' inputs on the
+	 * rank's sequence shard before the all-gather (PrepareFloat8ModuleInput): per token
+	 * 4096/2 + 4096/2 + 4096/2 + 14336/2 = 13312 input elements, the weights halved; with no
+	 * host cost and a free fabric the forward differs by that traffic alone */
+	struct hw ht;
+	ideal_copy(&ht, &h, 1e30);
+	ht.host_op_s = ht.host_coll_s = ht.kernel_s = 0;
+	struct estimate ebt, e8t;
+	if (run(m8, &ht, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "precision", "bf16"), &p, &ebt)) return;
+	if (run(m8, &ht, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "precision", "fp8", "fp8_impl", "torchao"), &p, &e8t)) return;
+	want = 32 * (4096.0 * 5 * 13312 + 5 * 218103808.0 / 2) / (h.hbm_bw_bps * h.mem_eff);
+	CHECK_REL(e8t.kind[0].t_f - ebt.kind[0].t_f, want, 1e-6, "torchao FP8 under SP: inputs cast on the sequence shard");
 	if (run(m8, &h, KV("gpus", "1", "seq", "4096", "gbs", "1", "precision", "fp8", "fp8_impl", "te"), &p, &e8)) return;
 	want = 32 * (4096.0 * 4 * 26624 + 4 * 218103808.0) / (h.hbm_bw_bps * h.mem_eff);
 	CHECK_REL(e8.kind[0].t_f - eb.kind[0].t_f, want, 1e-6, "Transformer Engine FP8 cast traffic in forward");
