@@ -19,6 +19,11 @@ struct dims {
 	double qd, kvd;             /* query and key/value widths */
 	double kvd_t;               /* K/V width per rank (heads replicate when t > a_kv) */
 	double mlp_mult, width;     /* 3 (SwiGLU) or 2 (GeLU); dense or shared-expert width */
+	int glu_ops;                /* a SwiGLU run as two PyTorch ops (plan glu_eager) */
+	double ag_E;                /* bytes per element SP's forward all-gathers move: 1 when
+	                             * torchao's float8 TP casts the inputs before gathering them
+	                             * (Float8ColwiseParallel behind PrepareFloat8ModuleInput,
+	                             * torchtitan's parallelize_llama.py at 9dec370), else E */
 	double scores;              /* elements of the s × s score matrix of one micro-batch */
 };
 
@@ -69,6 +74,8 @@ static void dims_init(const struct ectx *c, int moe, struct dims *d)
 	d->kvd = (double)m->kv_heads * m->head_dim;
 	d->kvd_t = d->kvd / d->t < m->head_dim ? m->head_dim : d->kvd / d->t;
 	d->mlp_mult = m->mlp == MLP_SWIGLU ? 3 : 2;
+	d->glu_ops = m->mlp == MLP_SWIGLU && p->glu_eager;
+	d->ag_E = d->sp > 1 && p->precision == PREC_FP8 && p->fp8_impl == FP8_TORCHAO ? 1 : d->E;
 	d->width = moe ? (double)m->moe_ffn_hidden * m->moe_shared_experts : m->ffn_hidden;
 	d->scores = (double)p->mbs * m->heads / d->t * ((double)p->seq / p->cp) * p->seq;
 }
@@ -196,25 +203,23 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 		xb += 2 * (52 + 2 * E) * H / d->sp + (16 - 2 * E) * (qt + kt);
 		if (qt > kt) { xf += 2 * E * (qt + kt); xb += 2 * E * (qt + kt); }
 	}
-	if (c->p->glu_eager && m->mlp == MLP_SWIGLU) {
+	if (d->glu_ops) {
 		/* act(gate) then the product: silu reads and writes, the product reads two and
 		 * writes one (5E against the fused 3E); backward the product's two gradients and
 		 * silu's (8E against 6E) */
 		xf += 2 * E * fw;
 		xb += 2 * E * fw;
 	}
-	if (c->p->tp_seq_copies && c->p->sp && t > 1) {
+	if (c->p->tp_seq_copies && d->sp > 1) {
 		/* SP's collectives on the sequence dimension of a batch-first [b, s, h] tensor go
 		 * through PyTorch's functional collectives, which gather into dimension 0 and then
 		 * torch.cat the chunks into place (all_gather_tensor, gather_dim != 0), and cat the
 		 * chunks of a reduce-scatter's input into dimension-0 order first
 		 * (reduce_scatter_tensor, scatter_dim != 0): one more read and write of the whole
 		 * gathered tensor per collective. Two all-gathers and two reduce-scatters per block
-		 * forward, their transposes backward (torchtitan's Shard(1) plan). With torchao's
-		 * float8 linears the forward all-gathers move the inputs already cast to FP8
-		 * (PrepareFloat8ModuleInput, parallelize_llama.py at 9dec370): 1 byte each */
-		double ag = c->p->precision == PREC_FP8 && c->p->fp8_impl == FP8_TORCHAO ? 1 : E;
-		xf += 2 * 2 * ag * H + 2 * 2 * E * H;
+		 * forward (the gathers at ag_E bytes an element), their transposes backward
+		 * (torchtitan's Shard(1) plan) */
+		xf += 2 * 2 * d->ag_E * H + 2 * 2 * E * H;
 		xb += 4 * 2 * E * H;
 	}
 	if (xf > 0) e_f += elem_t(c, T * xf);
@@ -238,11 +243,9 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 			e_f += elem_t(c, T * 4 * in + 4 * wts / c->mb);
 			e_b += elem_t(c, T * 4 * out);
 		} else {
-			/* with SP, torchao's float8 TP (Float8ColwiseParallel behind
-			 * PrepareFloat8ModuleInput, torchtitan's parallelize_llama.py) casts the
-			 * column-parallel layers' input on the rank's sequence shard, before the
-			 * all-gather, and gathers it in FP8 (tp_cost) */
-			double in_f = d->sp > 1 ? H / d->sp + qd / t + H / d->sp + fe / t : in;
+			/* float8 TP that gathers FP8 (ag_E) casts the column-parallel layers' input
+			 * on the rank's sequence shard, before the all-gather */
+			double in_f = d->ag_E < E ? H / d->sp + qd / t + H / d->sp + fe / t : in;
 			e_f += elem_t(c, T * 5 * in_f + 5 * wts);
 			e_b += elem_t(c, T * (5 * out + 2 * in) + 2 * wts);
 		}
@@ -306,10 +309,8 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	double ar = ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
 	double rg = p->sp && p->tp_regather ? 2 * ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
 	double cf = 2 * ar, cb = 2 * ar;
-	if (p->sp && p->precision == PREC_FP8 && p->fp8_impl == FP8_TORCHAO)
-		/* the forward's all-gathers move the inputs already cast to FP8 (1 byte an element;
-		 * Float8ColwiseParallel, PrepareFloat8ModuleInput), the reduce-scatters bf16 */
-		cf = 2 * (ectx_coll_time(c, COLL_ALLGATHER, S / d->E, &c->tp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g));
+	if (d->ag_E < d->E) /* the forward's all-gathers move FP8 inputs, its reduce-scatters bf16 */
+		cf = 2 * (ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g));
 	if (!p->overlap_tp_comm) {
 		lc->tp_f = cf;
 		lc->tp_b = cb + rg;
@@ -401,7 +402,7 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 	double mult = d->mlp_mult, width = d->width;
 	/* a gated MLP keeps gate|up (2 widths) and the product (the down projection's input);
 	 * run as separate ops, autograd also keeps act(gate), the product's other input */
-	double keep = mult + (m->mlp == MLP_SWIGLU && p->glu_eager ? 1 : 0);
+	double keep = mult + d->glu_ops;
 	double act = E * T * (H / sp            /* norm 1 input */
 			      + H / sp          /* QKV input (stored sharded under SP) */
 			      + (qd + 2 * kvd_t * t) / t /* q, k, v */

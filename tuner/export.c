@@ -75,19 +75,21 @@ int export_plan(const struct plan *p, const struct model *m, enum export_format 
 	struct out o = {f, f, x->comment, 0};
 	if (p->compile && !x->compiles)
 		export_noeq(&o, "torch.compile of the blocks; %s runs its own fused kernels", x->name);
+	/* what the plan was priced with that the format runs otherwise: one line, worded from
+	 * the side of the plan (priced) or of the format (runs) */
 	int fused = x->fuses_block || (x->compiles && p->compile);
-	if (p->eager_block == fused)
-		export_noeq(&o, p->eager_block ? "the block's norms and rotary embedding priced as eager PyTorch ops; %s runs them fused"
-					       : "the block's norms and rotary embedding priced fused; %s runs them as eager PyTorch ops unless compiled",
-			    x->name);
-	if (p->tp > 1 && p->sp && p->tp_seq_copies != x->seq_copies)
-		export_noeq(&o, x->seq_copies ? "SP collectives gathered in place; %s copies each gathered tensor into its batch-first layout"
-					      : "SP collectives that copy each gathered tensor into place; %s gathers in place",
-			    x->name);
-	if (p->pp > 1 && p->tp > 1 && !p->sp && p->pp_scatter_gather != x->scatters)
-		export_noeq(&o, x->scatters ? "pipeline sends of the whole tensor from every TP rank; %s splits them over TP and gathers them on receipt"
-					    : "pipeline sends split over TP and gathered on receipt (scatter/gather); %s sends the whole tensor from every TP rank",
-			    x->name);
+	const struct { int applies, priced, runs; const char *if_priced, *if_runs; } differ[] = {
+		{1, p->eager_block, !fused, "the block's norms and rotary embedding priced as eager PyTorch ops; %s runs them fused",
+		 "the block's norms and rotary embedding priced fused; %s runs them as eager PyTorch ops unless compiled"},
+		{p->tp > 1 && p->sp, p->tp_seq_copies, x->seq_copies,
+		 "SP collectives that copy each gathered tensor into place; %s gathers in place",
+		 "SP collectives gathered in place; %s copies each gathered tensor into its batch-first layout"},
+		{p->pp > 1 && p->tp > 1 && !p->sp, p->pp_scatter_gather, x->scatters,
+		 "pipeline sends split over TP and gathered on receipt (scatter/gather); %s sends the whole tensor from every TP rank",
+		 "pipeline sends of the whole tensor from every TP rank; %s splits them over TP and gathers them on receipt"}};
+	for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++)
+		if (differ[i].applies && !differ[i].priced != !differ[i].runs)
+			export_noeq(&o, differ[i].priced ? differ[i].if_priced : differ[i].if_runs, x->name);
 	if (x->write(&o, p, m, err)) return -1;
 	return o.nnotes;
 }
