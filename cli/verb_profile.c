@@ -223,9 +223,9 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 	add_num(o, "mem_eff", t->ref_mem_eff < 0.01 ? 0.01 : t->ref_mem_eff, "%.4g");
 	add_num(o, "comm_eff", 1, "%g");
 	/* no device allocator, context or communicator buffers on a CPU: malloc'd buffers are
-	 * what the runtime counts; on a device these overheads are not measured here and stay 0
-	 * until calibrated */
-	static const char *const zero[] = {"workspace_mib", "context_gib", "nccl_conn_mib", "step_overhead_ms", "kernel_us", "host_op_us", "host_collective_us"};
+	 * what the runtime counts; on a device these overheads, and what an overlapped collective
+	 * costs the compute under it, are not measured here and stay 0 until calibrated */
+	static const char *const zero[] = {"overlap_slowdown", "workspace_mib", "context_gib", "nccl_conn_mib", "step_overhead_ms", "kernel_us", "host_op_us", "host_collective_us"};
 	for (size_t i = 0; i < sizeof(zero) / sizeof(zero[0]); i++)
 		if (!fab || strcmp(zero[i], "nccl_conn_mib")) add_num(o, zero[i], 0, "%g");
 	if (fab) { /* NCCL's buffers follow the fabric's channels (hw profile "nccl" source) */

@@ -378,10 +378,11 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	double bucket = fmax(40e6, 1e6 * n) / fmax(1, w->params);
 	double tail = t_red * fmin(1, bucket);
 	/* every ZeRO stage prices the two switches alike: a gradient reduction hides behind the
-	 * backward only with overlap_grad_reduce, a parameter gather behind the forward only with
-	 * overlap_param_gather; without them the collective runs between the compute */
-	double red_exp = p->overlap_grad_reduce ? fmax(tail, t_red - 0.9 * bwd_mb) : t_red;
-	double ag_exp = p->overlap_param_gather ? fmax(0, t_ag - 0.9 * fwd_mb) : t_ag;
+	 * backward only with overlap_grad_reduce (all but its last bucket), a parameter gather
+	 * behind the forward only with overlap_param_gather; without them the collective runs
+	 * between the compute. What hides still slows the compute under it (hw_overlap_cost) */
+	double red_exp = p->overlap_grad_reduce ? tail + hw_overlap_cost(h, t_red - tail, bwd_mb) : t_red;
+	double ag_exp = p->overlap_param_gather ? hw_overlap_cost(h, t_ag, fwd_mb) : t_ag;
 	/* eager copies the host launches one by one, in the step's critical path (the hooks run
 	 * in backward's autograd thread, the gather after the optimizer step) */
 	double hc = p->dp_host_copies && p->zero <= 1 ? dp_host_ops(c, w) * h->host_op_s : 0;
@@ -391,9 +392,14 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		*total = t_red + t_ag + hc;
 		*exposed = red_exp + ag_exp + hc;
 	} else if (p->zero == 2) {
-		/* gradients reduce-scattered every micro-batch [ZERO §5.2], params gathered once */
+		/* gradients reduce-scattered every micro-batch [ZERO §5.2], params gathered once. The
+		 * reductions run on a side stream the next micro-batch does not wait for (FSDP's
+		 * reduce-scatter stream, DeepSpeed's overlap_comm reduction stream), so only the last
+		 * micro-batch's final bucket is left after the compute; the others' last buckets
+		 * run under the next micro-batch */
 		*total = c->mb * t_red + t_ag;
-		*exposed = c->mb * red_exp + ag_exp;
+		double mid = p->overlap_grad_reduce ? hw_overlap_cost(h, t_red, bwd_mb) : t_red;
+		*exposed = (c->mb - 1) * mid + red_exp + ag_exp;
 	} else {
 		/* ZeRO-3 / FSDP: every block's parameters are all-gathered before its forward and
 		 * again before its backward, and its gradients reduce-scattered after, every
@@ -419,13 +425,11 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		double f_l = fwd_mb / L, b_l = bwd_mb / L;
 		*total = c->mb * L * (2 * g + rs);
 		/* a collective running under a block's compute takes SMs and memory bandwidth from
-		 * it: the overlapped part costs 10 % of its length (the same 0.9 as above, applied
-		 * to what overlaps rather than as a threshold; both agree once the collective
-		 * outlasts the compute). Only the switched-on kinds overlap (go, ro); the others run
+		 * it (hw_overlap_cost). Only the switched-on kinds overlap (go, ro); the others run
 		 * between the blocks */
 		double go = p->overlap_param_gather ? g : 0, ro = p->overlap_grad_reduce ? rs : 0;
-		double ef = g + (L - 1) * (g - go + fmax(0, go - f_l) + 0.1 * fmin(go, f_l));
-		double eb = g + rs + (L - 1) * (g - go + rs - ro + fmax(0, go + ro - b_l) + 0.1 * fmin(go + ro, b_l));
+		double ef = g + (L - 1) * (g - go + hw_overlap_cost(h, go, f_l));
+		double eb = g + rs + (L - 1) * (g - go + rs - ro + hw_overlap_cost(h, go + ro, b_l));
 		*exposed = c->mb * (ef + eb);
 	}
 }

@@ -1,6 +1,7 @@
 /* hw — hardware profile reader. Profiles are strict: every field below is required, unknown
  * keys are errors (a typo must not silently fall back to a default), and "sources"/"notes"
  * carry provenance text. File units: TFLOP/s, GB (1e9 bytes) or GiB, GB/s, microseconds. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ static const struct hw_field fields[] = {
 	{"attn_eff_cudnn", HOFF(attn_eff_cudnn), 1, 0.01, 1, 1},
 	{"mem_eff", HOFF(mem_eff), 1, 0.01, 1, 0},
 	{"comm_eff", HOFF(comm_eff), 1, 0.01, 1, 0},
+	{"overlap_slowdown", HOFF(overlap_slowdown), 1, 0, 1, 0},
 	{"workspace_mib", HOFF(workspace_bytes), 1048576.0, 0, 1e6, 0},
 	{"alloc_frag_native", HOFF(frag_native), 1, 1, 4, 0},
 	{"alloc_frag_expandable", HOFF(frag_expandable), 1, 1, 4, 0},
@@ -101,6 +103,13 @@ static int read_network(const cJSON *a, const char *name, struct hw *h, char *er
 	}
 	h->gpus_per_node = h->tier[0].gpus;
 	return 0;
+}
+
+double hw_overlap_cost(const struct hw *h, double comm, double win)
+{
+	if (comm <= 0) return 0;
+	if (win < 0) win = 0;
+	return fmax(0, comm - win) + h->overlap_slowdown * fmin(comm, win);
 }
 
 int hw_from_json(const char *text, const char *name, struct hw *h, char *err)

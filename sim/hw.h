@@ -57,6 +57,7 @@ struct hw {
 	double attn_eff_cudnn;    /* the same for cuDNN's fused attention (0: not measured here) */
 	double mem_eff;           /* fraction of HBM bandwidth element-wise kernels reach */
 	double comm_eff;          /* busbw derating when collectives share SMs with compute */
+	double overlap_slowdown;  /* compute slowdown while a collective runs under it (fraction) */
 	double workspace_bytes;   /* GEMM library workspaces, allocated through the pool */
 	double frag_native;       /* PyTorch's native caching allocator: reserved/live on dynamic memory */
 	double frag_expandable;   /* the same with expandable_segments:True */
@@ -74,6 +75,11 @@ struct hw {
 /* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. */
 int hw_load(const char *name_or_path, struct hw *h, char *err);
 int hw_from_json(const char *text, const char *name, struct hw *h, char *err);
+
+/* Time a collective of length comm adds to the compute window of length win it runs under:
+ * what the window cannot cover, plus overlap_slowdown of the overlapped part (the two share
+ * SMs and memory bandwidth). The one home of that cost: DP, ZeRO-3, TP, CP and EP overlaps. */
+double hw_overlap_cost(const struct hw *h, double comm, double win);
 
 /* Names of the built-in hardware profiles, NULL-terminated, static storage. */
 const char *const *hw_builtin_names(void);

@@ -309,6 +309,10 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	double ar = ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
 	double rg = p->sp && p->tp_regather ? 2 * ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
 	double cf = 2 * ar, cb = 2 * ar;
+	/* zero-bubble schedules run the weight-gradient GEMMs apart from B, later (Qi et al. 2023,
+	 * "Zero Bubble Pipeline Parallelism" §2): a backward collective has only B's
+	 * input-gradient GEMMs to hide behind */
+	int split_w = (sched_family(p->schedule)->flags & SCHED_F_SPLIT_W) != 0;
 	if (d->ag_E < d->E) /* the forward's all-gathers move FP8 inputs, its reduce-scatters bf16 */
 		cf = 2 * (ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g));
 	if (!p->overlap_tp_comm) {
@@ -320,24 +324,24 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 			 * weight-gradient GEMMs, and SP's re-gather of their input under their
 			 * input-gradient GEMMs [MCODE layers.py, frameworks.md §3.5]. Without SP that
 			 * is all the backward's TP traffic; with SP the gradient all-gathers of the
-			 * row-parallel layers, half of the rest, stay exposed. What overlaps costs 10 %
-			 * of its length, as elsewhere; each of the two GEMMs lasts about as long as the
-			 * forward's column-parallel GEMMs. */
+			 * row-parallel layers, half of the rest, stay exposed. What overlaps slows the
+			 * GEMMs under it (hw_overlap_cost); each of the two GEMMs lasts about as long as
+			 * the forward's column-parallel GEMMs. Under a split-W schedule the
+			 * weight-gradient GEMMs run later, so the gradient collectives stay exposed; the
+			 * re-gather still hides behind the input-gradient GEMMs. */
 			double over = p->sp ? cb / 2 : cb, win = cm->g_col;
-			lc->tp_b = cb - over + fmax(0, over - 0.9 * win) + 0.1 * fmin(over, win)
-				   + fmax(0, rg - 0.9 * win) + 0.1 * fmin(rg, win);
+			lc->tp_b = cb - over + hw_overlap_cost(c->h, over, split_w ? 0 : win) + hw_overlap_cost(c->h, rg, win);
 		}
 		return;
 	}
 	/* overlapped TP (Megatron TE userbuffers, PyTorch async-TP) splits each collective into
 	 * t chunks pipelined with the chunks of its GEMM: the first chunk is exposed, the rest
 	 * hides behind the GEMM as far as the GEMM lasts (a forward collective pairs with the
-	 * forward GEMMs, a backward one with B and W), and what overlaps costs 10 % of its
-	 * length in SM and memory contention (as for ZeRO-3 in estimate.c) */
+	 * forward GEMMs, a backward one with B and W), and what overlaps slows them
+	 * (hw_overlap_cost) */
 	cb += rg;
-	double hf = fmin(cf * (1 - 1 / t), 0.9 * g), hb = fmin(cb * (1 - 1 / t), 0.9 * 2 * g);
-	lc->tp_f = cf - 0.9 * hf;
-	lc->tp_b = cb - 0.9 * hb;
+	lc->tp_f = cf / t + hw_overlap_cost(c->h, cf * (1 - 1 / t), g);
+	lc->tp_b = cb / t + hw_overlap_cost(c->h, cb * (1 - 1 / t), split_w ? g : 2 * g);
 }
 
 /* CP ring attention: c−1 K/V chunks pass each rank in forward, K,V + dK,dV in backward,
@@ -354,8 +358,8 @@ static void cp_cost(const struct ectx *c, const struct dims *d, const struct com
 	struct span pair = span_nodes(2, c->cp_g.units[0] > 1 ? 2 : 1);
 	double lat = ectx_coll_time(c, COLL_SENDRECV, 1e-9, &pair);
 	double xfer = ectx_coll_time(c, COLL_SENDRECV, kv, &pair) - lat;
-	lc->cp_f = steps * lat + fmax(0, steps * xfer - cm->a_f * steps / p->cp);
-	lc->cp_b = steps * lat + fmax(0, 2 * steps * xfer - cm->a_b * steps / p->cp);
+	lc->cp_f = steps * lat + hw_overlap_cost(c->h, steps * xfer, cm->a_f * steps / p->cp);
+	lc->cp_b = steps * lat + hw_overlap_cost(c->h, 2 * steps * xfer, cm->a_b * steps / p->cp);
 }
 
 /* EP: all-to-all dispatch and combine, twice each way [model.md §3.2] */
@@ -387,9 +391,13 @@ static void ep_cost(const struct ectx *c, const struct dims *d, struct layer_cos
 	} else {
 		a2a = ectx_coll_time(c, COLL_ALLTOALL, tok * dest, &c->ep_g);
 	}
-	double expose = sched_family(p->schedule)->flags & SCHED_F_EP_OVERLAP ? 0.1 : 1.0;
-	lc->ep_f = 2 * a2a * expose;
-	lc->ep_b = 2 * a2a * expose;
+	lc->ep_f = lc->ep_b = 2 * a2a;
+	if (sched_family(p->schedule)->flags & SCHED_F_EP_OVERLAP) {
+		/* DualPipe runs each chunk's all-to-alls under the paired chunk's compute
+		 * (DeepSeek-V3 §3.2.1: "fully hidden"), which they slow */
+		lc->ep_f = hw_overlap_cost(h, 2 * a2a, lc->b);
+		lc->ep_b = hw_overlap_cost(h, 2 * a2a, lc->f);
+	}
 }
 
 /* activations kept per block (model.md §2.2, Llama-style generalisation with flash attention:
