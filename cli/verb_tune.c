@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "cli/tune_bench.h"
+#include "sim/framework.h"
 #include "sim/util.h"
 #include "tuner/search.h"
 #include "tuner/store.h"
@@ -17,7 +18,8 @@ static void tune_usage(FILE *f)
 	fprintf(f,
 		"usage: scaleplan tune --model M --gpu G --gpus N --seq L (--gbs S | --gbs-tokens T)\n"
 		"                      [--top K] [--objective throughput|cost|time] [--tokens N] [--price P]\n"
-		"                      [--fix k=v ...] [--max-pp N] [--db PATH] [--no-db] [--report DIR]\n"
+		"                      [--framework F] [--fix k=v ...] [--max-pp N] [--db PATH] [--no-db]\n"
+		"                      [--report DIR]\n"
 		"                      [--json] [--bench-top K [--bench-steps N]\n"
 		"                      [--bench-timeout S] [--launcher mpirun|srun] [--bench-exe PATH]\n"
 		"                      [--bench-print]]\n\n"
@@ -30,6 +32,11 @@ static void tune_usage(FILE *f)
 		"                   time: most tokens/s on any of N, N/2, ... GPUs\n"
 		"  --tokens N       training tokens, for the time and cost line (e.g. 15e12)\n"
 		"  --price P        $ per GPU-hour, for the cost line\n"
+		"  --framework F    price every plan as framework F runs it: its documented defaults\n"
+		"                   (profiles/frameworks/F.json: gradient dtype, allocator, eager ops, when\n"
+		"                   ZeRO reduces, ...) set every key the search does not choose, as\n"
+		"                   `sim --framework F` does; the search still chooses the parallel degrees,\n"
+		"                   ZeRO stage, schedule, recompute, micro-batch and overlap switches\n"
 		"  --fix k=v        pin a dimension (tp=8, zero=1, schedule=1f1b, mbs=1, overlap_grad_reduce=0,\n"
 		"                   ...) or set any other plan key for every candidate (precision=fp8);\n"
 		"                   repeatable\n"
@@ -93,7 +100,7 @@ static void progress_line(void *ctx, long plans, double frac)
 }
 
 struct tune_args {
-	const char *model, *gpu, *db, *report, *objective;
+	const char *model, *gpu, *db, *report, *objective, *framework;
 	const char *fixes[MAX_FIXES];
 	int nfix;
 	long gpus, seq, gbs, top, max_pp;
@@ -119,6 +126,7 @@ static int parse_args(int argc, char **argv, struct tune_args *a)
 		else if (!strcmp(o, "--db")) a->db = v;
 		else if (!strcmp(o, "--report")) a->report = v;
 		else if (!strcmp(o, "--objective")) a->objective = v;
+		else if (!strcmp(o, "--framework")) a->framework = v;
 		else if (!strcmp(o, "--gpus")) rc = parse_int(v, "--gpus", 1, 1 << 20, &a->gpus, err);
 		else if (!strcmp(o, "--seq")) rc = parse_int(v, "--seq", 1, 1 << 24, &a->seq, err);
 		else if (!strcmp(o, "--gbs")) rc = parse_int(v, "--gbs", 1, 1 << 26, &a->gbs, err);
@@ -165,8 +173,13 @@ static int build_request(const struct tune_args *a, struct search_req *rq, struc
 		return EXIT_BADINPUT;
 	}
 	search_fix_init(&rq->fix);
+	if (a->framework && plan_set(&rq->base, "framework", a->framework, err)) { cli_error("tune", "%s", err); return EXIT_BADINPUT; }
 	for (int i = 0; i < a->nfix; i++)
 		if (search_fix_parse(rq, a->fixes[i], err)) { cli_error("tune", "%s", err); return EXIT_BADINPUT; }
+	if (rq->base.framework[0]) { /* --framework F, or --fix framework=F */
+		if (framework_load(rq->base.framework, &rq->fw, err)) { cli_error("tune", "%s", err); return EXIT_BADINPUT; }
+		rq->has_fw = 1;
+	}
 	rq->gpus = (int)a->gpus;
 	rq->seq = (int)a->seq;
 	rq->gbs = (int)a->gbs;
@@ -206,6 +219,7 @@ static char *inputs_json(const struct tune_args *a, const struct search_req *rq)
 	cJSON_AddNumberToObject(o, "top", rq->top);
 	cJSON_AddStringToObject(o, "objective", objective_name(rq->objective));
 	if (rq->max_pp) cJSON_AddNumberToObject(o, "max_pp", rq->max_pp);
+	if (rq->has_fw) cJSON_AddStringToObject(o, "framework", rq->fw.name);
 	if (a->tokens > 0) cJSON_AddNumberToObject(o, "tokens", a->tokens);
 	if (a->price > 0) cJSON_AddNumberToObject(o, "price", a->price);
 	cJSON *fx = cJSON_AddArrayToObject(o, "fix");

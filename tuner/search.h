@@ -52,6 +52,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include "sim/framework.h"
 #include "sim/plan.h"
 #include "sim/estimate.h"
 
@@ -114,6 +115,10 @@ struct search_req {
 	enum objective objective;
 	int max_pp;                /* 0 = no limit */
 	struct search_fix fix;
+	/* tune --framework: its documented defaults set every key the search does not choose, in
+	 * every candidate (search_cand_plan), so each is priced as that framework runs it */
+	int has_fw;
+	struct framework fw;
 	int exhaustive;            /* price everything (no pruning, no twins skipped): for tests */
 	/* called every few thousand plans: plans enumerated so far, fraction of the space done */
 	void (*progress)(void *ctx, long plans, double fraction);

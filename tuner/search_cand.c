@@ -8,6 +8,21 @@
 
 const char *const search_order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 
+/* The keys a candidate chooses (or the request pins): a framework's defaults never override
+ * them; everything else it documents, it sets */
+static uint64_t chosen_keys(void)
+{
+	static const char *const keys[] = {"gpus", "dp", "tp", "pp", "cp", "ep", "etp", "vpp", "zero", "sp",
+		"recompute", "recompute_layers", "mbs", "gbs", "seq", "schedule", "order", "overlap_grad_reduce",
+		"overlap_param_gather", "overlap_tp_comm", "overlap_p2p", "overlap_tp_bwd", "stage_layers"};
+	uint64_t mask = 0;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		int b = plan_key_index(keys[i]);
+		if (b >= 0) mask |= (uint64_t)1 << b;
+	}
+	return mask;
+}
+
 int search_cand_plan(const struct search_req *rq, const struct search_cand *k, struct plan *p, char *err)
 {
 	*p = rq->base;
@@ -29,6 +44,10 @@ int search_cand_plan(const struct search_req *rq, const struct search_cand *k, s
 	if (k->stage_layers && k->nstage_layers > 0 && k->nstage_layers <= PLAN_MAX_STAGES) {
 		memcpy(p->stage_layers, k->stage_layers, sizeof(int) * (size_t)k->nstage_layers);
 		p->nstage_layers = k->nstage_layers;
+	}
+	if (rq->has_fw) {
+		p->stated |= chosen_keys();
+		if (framework_apply(&rq->fw, p, 0, NULL, 0, NULL, err) < 0) return -1;
 	}
 	return plan_prepare(p, rq->m, rq->h, err);
 }

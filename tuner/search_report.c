@@ -272,9 +272,10 @@ static void print_winner(const struct search_req *rq, const struct search_result
 
 void search_print(const struct search_req *rq, const struct search_result *res, const struct search_out *o, FILE *f)
 {
-	fprintf(f, "scaleplan tune: %s on %d x %s, seq %d, global batch %d sequences (%.2fM tokens), objective %s\n",
+	fprintf(f, "scaleplan tune: %s on %d x %s, seq %d, global batch %d sequences (%.2fM tokens), objective %s%s%s%s\n",
 		rq->m->name, rq->gpus, rq->h->name, rq->seq, rq->gbs, (double)rq->gbs * rq->seq / 1048576.0,
-		objective_name(rq->objective));
+		objective_name(rq->objective), rq->has_fw ? ", every plan priced as " : "", rq->has_fw ? rq->fw.name : "",
+		rq->has_fw ? " runs it (its documented defaults)" : "");
 	print_counts(res, f);
 	if (!res->ntop) { print_infeasible(rq, res, f); return; }
 	fprintf(f, "\n%s\n", search_engine_note);
@@ -383,6 +384,7 @@ void search_write_json(const struct search_req *rq, const struct search_result *
 	cJSON_AddStringToObject(root, "objective", objective_name(rq->objective));
 	cJSON_AddStringToObject(root, "engine", "analytical");
 	cJSON_AddNumberToObject(root, "tie_rel", SEARCH_TIE_REL);
+	if (rq->has_fw) cJSON_AddStringToObject(root, "framework", rq->fw.name);
 	cJSON *plans = cJSON_AddArrayToObject(root, "plans");
 	for (int i = 0; i < res->ntop; i++) cJSON_AddItemToArray(plans, cand_json(rq, &res->top[i], &res->top[0]));
 	cJSON_AddNumberToObject(root, "enumerated", (double)res->enumerated);

@@ -4,7 +4,8 @@
 # table's figures), ties and rank-order twins, the report files and the pictures they link
 # (PNG and SVG) and the winner's launch lines; --gbs-tokens suffixes (powers of two), no
 # progress line off a terminal, layer splits of uneven models (table column, --json
-# stage_layers, store, Megatron export); the tie threshold is validate's published MAPE.
+# stage_layers, store, Megatron export); --framework prices every candidate with the
+# framework's documented defaults; the tie threshold is validate's published MAPE.
 . "$(dirname "$0")/lib.sh"
 DB="$TMP/t.db"
 expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --top 5 --db "$DB" --json
@@ -189,6 +190,54 @@ if command -v script >/dev/null 2>&1; then
 	SCALEPLAN_PROGRESS_DELAY=0 script -qec "$SP tune --model deepseek-v3 --gpu h800 --gpus 16384 --seq 4096 --gbs-tokens 64M --top 1 --no-db --json 1>/dev/null" "$TMP/tty2.txt" >/dev/null 2>&1
 	if grep -aq 'plans/s' "$TMP/tty2.txt"; then bad "a progress line with --json"; else ok; fi
 fi
+# --framework F: every candidate is priced as F runs it. The keys the search does not choose
+# take the first entry of profiles/frameworks/F.json whose condition holds (read here from the
+# profile itself), the winner's flags carry them and --framework, and sim of those flags gives
+# the same figures; --fix compile=1 selects torchtitan's compiled entries
+FWJ="$(dirname "$0")/../../profiles/frameworks/torchtitan.json"
+for c in 0 1; do
+	fix=(); [ "$c" = 1 ] && fix=(--fix compile=1)
+	expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 16 --seq 8192 --gbs 64 --top 2 --no-db --json --framework torchtitan "${fix[@]}"
+	python3 - "$TMP/out" "$SP" "$FWJ" "$c" <<'PY' && ok || bad "tune --framework torchtitan (compile=$c): the profile's defaults priced"
+import json, shlex, subprocess, sys
+d = json.load(open(sys.argv[1])); fw = json.load(open(sys.argv[3])); compile_ = sys.argv[4] == "1"
+chosen = set("gpus dp tp pp cp ep etp vpp zero sp recompute recompute_layers mbs gbs seq schedule order "
+             "overlap_grad_reduce overlap_param_gather overlap_tp_comm overlap_p2p overlap_tp_bwd stage_layers".split())
+def holds(e, plan):
+    c = e.get("if")
+    if not c: return True
+    for op in (">=", "<=", "!=", ">", "<", "="):
+        if op in c:
+            k, v = c.split(op, 1); pv = plan[k]
+            pv = int(pv) if isinstance(pv, bool) else pv
+            v = type(pv)(v) if not isinstance(pv, str) else v
+            return {"=": pv == v, "!=": pv != v, ">": pv > v, "<": pv < v, ">=": pv >= v, "<=": pv <= v}[op]
+for p in d["plans"]:
+    plan = p["plan"]
+    assert plan["framework"] == "torchtitan" and "--framework torchtitan" in p["sim_flags"], p["sim_flags"]
+    assert plan["compile"] == compile_
+    seen = set()
+    for e in fw["defaults"]:
+        k = e["key"]
+        if k in chosen or k in seen or "until" in e or not holds(e, plan): continue
+        seen.add(k)
+        want = e["value"]
+        assert plan[k] == want, (k, plan[k], want)
+    assert {"eager_block", "glu_eager", "loss_bytes", "tp_seq_copies", "allocator"} <= seen, seen
+    assert plan["eager_block"] == (not compile_) and plan["loss_bytes"] == (4 if compile_ else 12)
+    s = json.loads(subprocess.run([sys.argv[2], "sim"] + shlex.split(p["sim_flags"]) + ["--json"],
+                                  capture_output=True, text=True).stdout)
+    assert abs(s["step_time_s"] - p["step_time_s"]) <= 1e-8 * p["step_time_s"], (s["step_time_s"], p["step_time_s"])
+PY
+done
+# the framework's eager block and copies cost the same plan time: priced without them, #1 is faster
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 16 --seq 8192 --gbs 64 --top 1 --no-db --json
+cp "$TMP/out" "$TMP/nofw.json"
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 16 --seq 8192 --gbs 64 --top 1 --no-db --json --framework torchtitan
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["plans"][0]; b=json.load(open(sys.argv[2]))["plans"][0]; sys.exit(0 if b["tokens_per_s_per_gpu"] < a["tokens_per_s_per_gpu"] else 1)' "$TMP/nofw.json" "$TMP/out" \
+	&& ok || bad "tune --framework torchtitan should price its eager block (slower than the fused default)"
+expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --no-db --framework nosuch
+expect_err_line 'nosuch'
 # the tie threshold is the throughput MAPE validate publishes for the published runs
 VAL="${VALIDATION:-$(dirname "$0")/../../../shared/validation}/published_calibration.tsv"
 if [ -f "$VAL" ]; then
