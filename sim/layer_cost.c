@@ -362,6 +362,36 @@ static void cp_cost(const struct ectx *c, const struct dims *d, const struct com
 	lc->cp_b = steps * lat + hw_overlap_cost(c->h, 2 * steps * xfer, cm->a_b * steps / p->cp);
 }
 
+/* Consecutive routing (plan moe_routing): token i takes experts s..s+k−1 (mod E) with
+ * s = i·k mod E, and rank r holds experts r·E/ep .. (r+1)·E/ep − 1, the EP group's ranks
+ * filling its kn nodes in order. Over one cycle of starts, the mean number of distinct
+ * destination ranks (*dest) and of remote nodes from a uniformly placed source (*remote). */
+static void consecutive_spread(int E, int k, int ep, int kn, double *dest, double *remote)
+{
+	int g = E, b = k;
+	while (b) { int t = g % b; g = b; b = t; } /* gcd(E, k): the starts are its multiples */
+	int n = E / g, per = E / ep, rpn = ep / kn > 0 ? ep / kn : 1;
+	double sd = 0, sn = 0;
+	for (int i = 0; i < n; i++) {
+		int s = i * g, r0 = s / per, n0 = r0 / rpn, nr, nn;
+		if (k >= E) {
+			nr = ep, nn = kn;
+		} else if (s + k <= E) { /* one run of ranks, and of nodes */
+			int r1 = (s + k - 1) / per;
+			nr = r1 - r0 + 1;
+			nn = r1 / rpn - n0 + 1;
+		} else { /* wraps past expert E − 1: ranks r0 .. ep − 1, then 0 .. r2 */
+			int r2 = (s + k - 1 - E) / per, n2 = r2 / rpn;
+			nr = r2 >= r0 ? ep : ep - r0 + r2 + 1;
+			nn = n2 >= n0 ? kn : kn - n0 + n2 + 1;
+		}
+		sd += nr;
+		sn += nn;
+	}
+	*dest = sd / n;
+	*remote = sn / n * (1 - 1.0 / kn);
+}
+
 /* EP: all-to-all dispatch and combine, twice each way [model.md §3.2] */
 static void ep_cost(const struct ectx *c, const struct dims *d, struct layer_cost *lc)
 {
@@ -377,15 +407,18 @@ static void ep_cost(const struct ectx *c, const struct dims *d, struct layer_cos
 	double none = 1, ne = m->moe_experts, per = ne / p->ep;
 	for (int i = 0; i < m->moe_topk && i < ne; i++) none *= fmax(0, ne - per - i) / (ne - i);
 	double dest = p->ep * (1 - none); /* distinct destination ranks per token, self included */
+	double kn = c->ep_g.units[0], topk = m->moe_topk;
+	/* hierarchical dispatch: a token crosses the NIC tier once per distinct remote node among
+	 * its top-k experts and fans out to the experts there over NVLink (DeepEP internode
+	 * kernels; DeepSeek-V3 §3.2.2). With balanced routing over k nodes a token reaches
+	 * (k−1)(1 − (1 − 1/k)^topk) remote nodes, against topk·(k−1)/k remote copies for a flat
+	 * all-to-all */
+	double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
+	if (p->moe_routing == ROUTE_CONSECUTIVE)
+		consecutive_spread(m->moe_experts, m->moe_topk, p->ep, (int)kn, &dest, &remote);
 	double a2a;
-	if (c->ep_g.units[0] > 1) {
-		/* hierarchical dispatch: a token crosses the NIC tier once per distinct remote node
-		 * among its top-k experts and fans out to the experts there over NVLink (DeepEP
-		 * internode kernels; DeepSeek-V3 §3.2.2). With balanced routing over k nodes a
-		 * token reaches (k−1)(1 − (1 − 1/k)^topk) remote nodes, against topk·(k−1)/k
-		 * remote copies for a flat all-to-all. */
-		double kn = c->ep_g.units[0], topk = m->moe_topk, nvl, net;
-		double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
+	if (kn > 1) {
+		double nvl, net;
 		coll_bandwidths(h, &c->ep_g, &nvl, &net);
 		a2a = ectx_coll_time(c, COLL_ALLTOALL, 1e-9, &c->ep_g) + tok * (remote / net + dest / kn / nvl);
 	} else {

@@ -26,6 +26,7 @@ static const char *const alloc_names[ALLOC_COUNT] = {"native", "expandable"};
 static const char *const recv_names[RECV_COUNT] = {"none", "microbatch", "ring"};
 static const char *const split_names[SPLIT_COUNT] = {"balanced", "cost", "torchtitan", "torchtitan-io", "first"};
 static const char *const fp8_names[FP8_COUNT] = {"te", "torchao"};
+static const char *const route_names[ROUTE_COUNT] = {"random", "consecutive"};
 
 #define OFF(f) offsetof(struct plan, f)
 static const struct plan_key plan_keys[] = {
@@ -73,6 +74,7 @@ static const struct plan_key plan_keys[] = {
 	{"reduce_per_mb", K_BOOL, OFF(reduce_per_mb), 0, 1, "ZeRO-2: reduce-scatter every micro-batch (DeepSpeed, FSDP); 0: once per step", NULL},
 	{"allocator", K_ENUM, OFF(allocator), 0, ALLOC_COUNT, "native|expandable (PyTorch expandable_segments)", alloc_names},
 	{"fp8_impl", K_ENUM, OFF(fp8_impl), 0, FP8_COUNT, "te|torchao: who runs the FP8 GEMMs", fp8_names},
+	{"moe_routing", K_ENUM, OFF(moe_routing), 0, ROUTE_COUNT, "random|consecutive: how a token picks its top-k experts (random: k distinct, each equally likely, a balanced trained router; consecutive: token i takes experts i*k .. i*k+k-1 mod E, NeMo AutoModel's FakeBalancedGate of its benchmark configs), which sets how many ranks and nodes the dispatch reaches", route_names},
 	{"pp_split", K_ENUM, OFF(pp_split), 0, SPLIT_COUNT, "balanced|cost|torchtitan|torchtitan-io|first: the default layer split over pipeline stages (balanced: the remainder on the middle ranks; cost: nanotron's, by cumulative parameter cost with the LM head counted; torchtitan: its split until 2025-04, the remainder on the stages after the first; torchtitan-io: since, embedding and head counted as a layer each, the remainder on the first stages; first: the remainder on the first stages)", split_names},
 	{"fp8_params", K_BOOL, OFF(fp8_params), 0, 1, "FP8 primary weights (TE fp8_param_gather): no bf16 weight copy", NULL},
 	{"zero3_live_params", K_INT, OFF(zero3_live_params), 0, 2000000000, "ZeRO-3 gathers module by module, at most this many parameters gathered at once (DeepSpeed stage3_max_live_parameters; 0: per block with one prefetched, FSDP)", NULL},

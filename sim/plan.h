@@ -46,6 +46,11 @@ enum pp_recv { RECV_NONE, RECV_MICROBATCH, RECV_RING, RECV_COUNT };
  * the rest nothing, LlamaForTraining.get_block_compute_costs), torchtitan's before and since
  * 2025-04, or the remainder on the first stages (NeMo AutoModel); plan_default_split */
 enum pp_split { SPLIT_BALANCED, SPLIT_COST, SPLIT_TORCHTITAN, SPLIT_TORCHTITAN_IO, SPLIT_FIRST, SPLIT_COUNT };
+/* how a token's top-k experts are chosen: random (k distinct experts, each expert equally
+ * likely: a trained, load-balanced router's expected spread), or consecutive (token i takes
+ * experts i·k ... i·k + k − 1 mod E: NeMo AutoModel's FakeBalancedGate, which its benchmark
+ * configs select with fake_balanced_gate: true, moe/layers.py) */
+enum moe_routing { ROUTE_RANDOM, ROUTE_CONSECUTIVE, ROUTE_COUNT };
 
 #define PLAN_MAX_STAGES 512
 #define PLAN_NAME_LEN 256
@@ -121,6 +126,7 @@ struct plan {
 	int allocator;               /* enum allocator */
 	int fp8_impl;                /* enum fp8_impl */
 	int pp_split;                /* enum pp_split */
+	int moe_routing;             /* enum moe_routing */
 	int fp8_params;              /* FP8 primary weights (TE fp8_param_gather): no bf16 copy */
 	int zero3_live_params;       /* > 0: ZeRO-3 gathers module by module and keeps at most this
 	                              * many parameters gathered (DeepSpeed's stage3_max_live_parameters;

@@ -371,6 +371,18 @@ static void test_ep_dispatch(const struct hw *h)
 	if (run(&mx, h, KV("gpus", "8", "dp", "8", "ep", "2", "seq", "1024", "mbs", "1", "gbs", "8"), &p, &e)) return;
 	a2a = 11.8e-6 + tok * (2 * 22.0 / 28) * 0.5 / (370e9 * 0.9);
 	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 2: one copy per destination rank");
+	/* consecutive routing (AutoModel's FakeBalancedGate: token i takes experts 2i, 2i + 1 mod
+	 * 8): on ep 2 both lie on one rank, so every token goes to exactly 1 rank, half of them
+	 * across, 4.2 MB (Simple, 11.8 µs) */
+	if (run(&mx, h, KV("gpus", "8", "dp", "8", "ep", "2", "seq", "1024", "mbs", "1", "gbs", "8", "moe_routing", "consecutive"), &p, &e)) return;
+	a2a = 11.8e-6 + tok * 1 * 0.5 / (370e9 * 0.9);
+	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 2, consecutive experts: one destination rank");
+	/* ep 8 over two 4-GPU nodes: experts 2i, 2i + 1 are ranks 2i, 2i + 1 of one node, so a
+	 * token reaches 1 node, remote for half of the sources: 0.5 remote nodes (0.75 random),
+	 * and its 2 ranks over NVLink as before */
+	if (run(&mx, h, KV("gpus", "8", "gpus_per_node", "4", "dp", "8", "ep", "8", "seq", "1024", "mbs", "1", "gbs", "8", "moe_routing", "consecutive"), &p, &e)) return;
+	a2a = 9.9e-6 + tok * (0.5 / (46e9 * 0.9) + 1.0 / (370e9 * 0.9));
+	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 8 over 2 nodes, consecutive experts: one node a token");
 }
 
 /* ZeRO-3 issues its collectives per block: an all-gather before each block's forward and

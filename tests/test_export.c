@@ -30,7 +30,7 @@ static char *run_export(const char *const *kv, enum export_format fmt, int *note
 	plan_defaults(&p);
 	for (; kv[0]; kv += 2)
 		if (plan_set(&p, kv[0], kv[1], err)) { fprintf(stderr, "%s\n", err); return NULL; }
-	if (model_load("llama-3-70b", &m, err) || hw_load("h100-sxm", &h, err) ||
+	if (model_load(p.model[0] ? p.model : "llama-3-70b", &m, err) || hw_load("h100-sxm", &h, err) ||
 	    plan_resolve(&p, &m, &h, err) || plan_validate(&p, &m, &h, err)) {
 		fprintf(stderr, "%s\n", err);
 		return NULL;
@@ -443,6 +443,8 @@ static void test_launchable(void)
 	const char *const eagerb[] = {"gpus", "8", "gbs", "8", "seq", "4096", "eager_block", "1", NULL};
 	const char *const spc[] = {"gpus", "8", "tp", "8", "sp", "1", "gbs", "8", "seq", "4096", NULL};
 	const char *const spc1[] = {"gpus", "8", "tp", "8", "sp", "1", "gbs", "8", "seq", "4096", "tp_seq_copies", "1", NULL};
+	const char *const fake[] = {"model", "mixtral-8x7b", "gpus", "8", "ep", "8", "gbs", "8", "seq", "4096", "moe_routing", "consecutive", NULL};
+	const char *const routed[] = {"model", "mixtral-8x7b", "gpus", "8", "ep", "8", "gbs", "8", "seq", "4096", NULL};
 	const struct { const char *const *kv; enum export_format fmt; const char *text; int want; } noeq[] = {
 		{sg, EXPORT_MEGATRON, "# no equivalent: pipeline sends split over TP and gathered on receipt (scatter/gather); megatron sends", 1},
 		{sg, EXPORT_DEEPSPEED, "scatter/gather", 0},
@@ -453,7 +455,10 @@ static void test_launchable(void)
 		{eagerb, EXPORT_TORCHTITAN, "norms and rotary", 0},
 		{spc, EXPORT_TORCHTITAN, "# no equivalent: SP collectives gathered in place; torchtitan copies", 1},
 		{spc1, EXPORT_MEGATRON, "# no equivalent: SP collectives that copy each gathered tensor into place; megatron gathers in place", 1},
-		{spc1, EXPORT_TORCHTITAN, "SP collectives", 0}};
+		{spc1, EXPORT_TORCHTITAN, "SP collectives", 0},
+		{fake, EXPORT_MEGATRON, "# no equivalent: experts priced as NeMo AutoModel's fake balanced gate routes them", 1},
+		{fake, EXPORT_TORCHTITAN, "# no equivalent: experts priced as NeMo AutoModel's fake balanced gate routes them", 1},
+		{routed, EXPORT_MEGATRON, "fake balanced gate", 0}};
 	for (size_t i = 0; i < sizeof(noeq) / sizeof(noeq[0]); i++) {
 		out = run_export(noeq[i].kv, noeq[i].fmt, &notes);
 		CHECK(out && !!strstr(out, noeq[i].text) == noeq[i].want, "export %zu: '%s' %s", i, noeq[i].text,
