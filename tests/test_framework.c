@@ -68,6 +68,14 @@ static void test_apply(void)
 	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.zero == 1 && p.overlap_grad_reduce &&
 	      p.overlap_param_gather && p.overlap_tp_comm && !p.fp32_grads && p.allocator == ALLOC_EXPANDABLE && !p.reduce_per_mb,
 	      "nemo defaults");
+	/* nemo-automodel: FSDP2 reduce-scatters in every backward, but under pipelining
+	 * torch.distributed.pipelining syncs only after the last micro-batch's backward */
+	CHECK(framework_load("nemo-automodel", &fw, err) == 0, "%s", err);
+	plan_defaults(&p);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.reduce_per_mb, "nemo-automodel pp 1: reduce every micro-batch");
+	plan_defaults(&p);
+	plan_set(&p, "pp", "4", err);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && !p.reduce_per_mb, "nemo-automodel pp 4: reduce after the last micro-batch");
 	/* megatron-lm: fp16 runs reduce fp16 gradients, bf16 runs fp32; the asynchronous TP
 	 * all-reduce arrived late 2021 */
 	CHECK(framework_load("megatron-lm", &fw, err) == 0, "%s", err);
