@@ -404,18 +404,20 @@ static void ep_cost(const struct ectx *c, const struct dims *d, struct layer_cos
 	 * Megatron's flex dispatcher send per destination rank, not per expert): with E/ep
 	 * experts per rank and k distinct experts drawn uniformly, a rank receives it with
 	 * probability 1 − C(E − E/ep, k)/C(E, k) */
-	double none = 1, ne = m->moe_experts, per = ne / p->ep;
-	for (int i = 0; i < m->moe_topk && i < ne; i++) none *= fmax(0, ne - per - i) / (ne - i);
-	double dest = p->ep * (1 - none); /* distinct destination ranks per token, self included */
-	double kn = c->ep_g.units[0], topk = m->moe_topk;
 	/* hierarchical dispatch: a token crosses the NIC tier once per distinct remote node among
 	 * its top-k experts and fans out to the experts there over NVLink (DeepEP internode
 	 * kernels; DeepSeek-V3 §3.2.2). With balanced routing over k nodes a token reaches
 	 * (k−1)(1 − (1 − 1/k)^topk) remote nodes, against topk·(k−1)/k remote copies for a flat
 	 * all-to-all */
-	double remote = (kn - 1) * (1 - pow(1 - 1 / kn, topk));
-	if (p->moe_routing == ROUTE_CONSECUTIVE)
+	double kn = c->ep_g.units[0], dest, remote; /* distinct destination ranks per token, self included */
+	if (p->moe_routing == ROUTE_CONSECUTIVE) {
 		consecutive_spread(m->moe_experts, m->moe_topk, p->ep, (int)kn, &dest, &remote);
+	} else {
+		double none = 1, ne = m->moe_experts, per = ne / p->ep;
+		for (int i = 0; i < m->moe_topk && i < ne; i++) none *= fmax(0, ne - per - i) / (ne - i);
+		dest = p->ep * (1 - none);
+		remote = (kn - 1) * (1 - pow(1 - 1 / kn, m->moe_topk));
+	}
 	double a2a;
 	if (kn > 1) {
 		double nvl, net;

@@ -87,9 +87,9 @@ int export_plan(const struct plan *p, const struct model *m, enum export_format 
 		{p->pp > 1 && p->tp > 1 && !p->sp, p->pp_scatter_gather, x->scatters,
 		 "pipeline sends split over TP and gathered on receipt (scatter/gather); %s sends the whole tensor from every TP rank",
 		 "pipeline sends of the whole tensor from every TP rank; %s splits them over TP and gathers them on receipt"},
-		{p->ep > 1, p->moe_routing == ROUTE_CONSECUTIVE, 0,
+		{p->ep > 1, p->moe_routing == ROUTE_CONSECUTIVE, 0, /* no format runs the fake gate */
 		 "experts priced as NeMo AutoModel's fake balanced gate routes them (token i to experts i*k .. i*k+k-1); %s routes with the trained router",
-		 "experts priced with a trained router's spread; %s routes with a fixed pattern"}};
+		 NULL}};
 	for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++)
 		if (differ[i].applies && !differ[i].priced != !differ[i].runs)
 			export_noeq(&o, differ[i].priced ? differ[i].if_priced : differ[i].if_runs, x->name);

@@ -9,17 +9,19 @@
 const char *const search_order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 
 /* The keys a candidate chooses (or the request pins): a framework's defaults never override
- * them; everything else it documents, it sets */
+ * them; everything else it documents, it sets. The mask is built on the first call (the key
+ * table is static) and read by every candidate after it */
 static uint64_t chosen_keys(void)
 {
 	static const char *const keys[] = {"gpus", "dp", "tp", "pp", "cp", "ep", "etp", "vpp", "zero", "sp",
 		"recompute", "recompute_layers", "mbs", "gbs", "seq", "schedule", "order", "overlap_grad_reduce",
 		"overlap_param_gather", "overlap_tp_comm", "overlap_p2p", "overlap_tp_bwd", "stage_layers"};
-	uint64_t mask = 0;
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		int b = plan_key_index(keys[i]);
-		if (b >= 0) mask |= (uint64_t)1 << b;
-	}
+	static uint64_t mask;
+	if (!mask)
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			int b = plan_key_index(keys[i]);
+			if (b >= 0) mask |= (uint64_t)1 << b;
+		}
 	return mask;
 }
 

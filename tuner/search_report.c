@@ -272,10 +272,11 @@ static void print_winner(const struct search_req *rq, const struct search_result
 
 void search_print(const struct search_req *rq, const struct search_result *res, const struct search_out *o, FILE *f)
 {
-	fprintf(f, "scaleplan tune: %s on %d x %s, seq %d, global batch %d sequences (%.2fM tokens), objective %s%s%s%s\n",
+	char fw[96] = "";
+	if (rq->has_fw) snprintf(fw, sizeof(fw), ", every plan priced as %s runs it (its documented defaults)", rq->fw.name);
+	fprintf(f, "scaleplan tune: %s on %d x %s, seq %d, global batch %d sequences (%.2fM tokens), objective %s%s\n",
 		rq->m->name, rq->gpus, rq->h->name, rq->seq, rq->gbs, (double)rq->gbs * rq->seq / 1048576.0,
-		objective_name(rq->objective), rq->has_fw ? ", every plan priced as " : "", rq->has_fw ? rq->fw.name : "",
-		rq->has_fw ? " runs it (its documented defaults)" : "");
+		objective_name(rq->objective), fw);
 	print_counts(res, f);
 	if (!res->ntop) { print_infeasible(rq, res, f); return; }
 	fprintf(f, "\n%s\n", search_engine_note);
