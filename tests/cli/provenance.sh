@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Every efficiency parameter lives in a profile file with its provenance: each number a shipped
+# hardware profile sets (profiles/hw/*.json) has an entry in its "sources" — under its own name,
+# or under the name its family shares ("peak" for peak_bf16_tflops, "nccl" for nccl_channels) —
+# and the entry names where the value comes from. A parameter that still has no measured source
+# says so ("unsourced: " and why it has the value it has) and is listed here, by profile, so that
+# a new one cannot slip in unnoticed and an old one leaves the list when its source is found
+# (docs/accuracy.md keeps the same list).
+. "$(dirname "$0")/lib.sh"
+cd "$(dirname "$0")/../.."
+python3 - profiles/hw/*.json >"$TMP/out" 2>&1 <<'PY'
+import json, sys
+# (profile, key): parameters without a measured source, kept at the values every profile had
+UNSOURCED = {
+    "comm_eff": "*", "step_overhead_ms": "*",
+    "gemm_half_dim": {"a100-sxm-40g", "a100-sxm-80g", "mi300x"},
+    "attn_eff": {"a100-sxm-40g", "a100-sxm-80g", "b200", "gb200-nvl72", "mi300x"},
+}
+SKIP = {"name", "sources", "notes", "description", "network", "tables"}
+bad = 0
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    name = path.split("/")[-1][:-5]
+    src = d.get("sources", {})
+    for k in d:
+        if k in SKIP:
+            continue
+        fam = [s for s in src if k == s or k.startswith(s + "_")]
+        listed = k in UNSOURCED and (UNSOURCED[k] == "*" or name in UNSOURCED[k])
+        text = src[max(fam, key=len)].strip() if fam else ""
+        if listed != text.startswith("unsourced"):
+            print("FAIL: %s: %s %s" % (name, k, "is on the unsourced list but its source does not say 'unsourced: why'"
+                                       if listed else "says it is unsourced but is not on the list"))
+            bad += 1
+        elif not fam:
+            print("FAIL: %s: %s has no entry in sources" % (name, k))
+            bad += 1
+        elif len(text) < 20:
+            print("FAIL: %s: the source of %s says too little" % (name, k))
+            bad += 1
+        else:
+            print("ok %s %s" % (name, k))
+    if "network" in d and not any(s in src for s in ("network", "inter", "intra", "fabric")):
+        print("FAIL: %s: network has no source" % name)
+        bad += 1
+sys.exit(1 if bad else 0)
+PY
+rc=$?
+PASS=$((PASS + $(grep -c '^ok ' "$TMP/out")))
+grep '^FAIL' "$TMP/out" && FAIL=$((FAIL + $(grep -c '^FAIL' "$TMP/out")))
+[ $rc -eq 0 ] || [ "$(grep -c '^FAIL' "$TMP/out")" -gt 0 ] || bad "provenance check failed: $(head -c 300 "$TMP/out")"
+summary
