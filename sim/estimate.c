@@ -18,6 +18,49 @@
 #include "sim/util.h"
 
 /* which pipeline stages a pipeline rank holds: one per chunk (DualPipe: chunk = direction) */
+/* What the loss moves through HBM and holds per logit of the rank's vocabulary shard, by how it
+ * runs (plan key loss). Bytes are summed over the passes each kernel makes: a row of 128k
+ * logits does not fit in shared memory, so PyTorch's log-softmax reads it three times (max,
+ * sum of exponentials, the write pass: cunn_SoftMaxForward, aten/src/ATen/native/cuda/
+ * SoftMax.cu) and its backward twice (the gradient's sum, then gradient and output). The
+ * GEMM's own write of the logits is priced with the GEMM. */
+struct loss_cost {
+	double io_f, io_b; /* forward, backward */
+	double held;       /* at the loss's peak (plan loss_bytes overrides it) */
+};
+static const struct loss_cost loss_kinds[LOSS_COUNT] = {
+	/* vocab-parallel: Megatron's _VocabParallelCrossEntropy on the .float() logits (megatron/
+	 * core/tensor_parallel/cross_entropy.py; before Megatron-Core mpu/cross_entropy.py) and
+	 * nanotron's _ShardedCrossEntropy (sharded_cross_entropy(dtype=torch.float)): the upcast
+	 * 2+4, max 4, subtract 4+4, exp in place 4+4, sum 4, divide in place 4+4 = 38; backward
+	 * the softmax scaled by the loss gradient in place 4+4 and the upcast's gradient back
+	 * to bf16 4+2 = 14; holds the bf16 logits and the fp32 softmax, 2+4 */
+	[LOSS_VOCAB_PARALLEL] = {38, 14, 6},
+	/* eager: F.cross_entropy(logits.float(), labels): the upcast 2+4, log_softmax 3x4 read +
+	 * 4 written = 22; backward nll_loss's zero-filled fp32 gradient 4, log_softmax's
+	 * backward 2x4 + 4 read + 4 written, the upcast's gradient 4+2 = 26; holds 12 (the
+	 * log-probabilities and the two fp32 gradients, torchtitan's profile) */
+	[LOSS_EAGER] = {22, 26, 12},
+	/* loss-parallel: the same under DTensor's loss_parallel on vocabulary-sharded logits
+	 * (torch/distributed/tensor/parallel/loss.py _log_softmax, _nll_loss_and_log_softmax_
+	 * backward), decomposed into separate ops: the upcast 2+4, amax 4, subtract 4+4,
+	 * exp 4+4, sum 4, subtract 4+4 = 38; backward a zero fp32 gradient 4, exp of the
+	 * log-probabilities 4+4, their sum 8+4, scaled by the loss gradient 4+4, the upcast's
+	 * gradient 4+2 = 38; holds the log-probabilities, the zero gradient, and two of exp, the
+	 * sum and the product at once, 4x4 */
+	[LOSS_PARALLEL] = {38, 38, 16},
+	/* eager-bf16: F.cross_entropy on bf16 logits (NeMo AutoModel's MaskedCrossEntropy with
+	 * fp32_upcast false): log_softmax 3x2 read + 2 written = 8; backward the zero-filled
+	 * gradient 2 and log_softmax's backward 2x2 + 2 read + 2 written = 10; holds the bf16
+	 * logits, log-probabilities and gradient, 3x2 */
+	[LOSS_EAGER_BF16] = {8, 10, 6},
+	/* compiled: inductor fuses the upcast, the log-softmax and the target's gather into
+	 * reductions over the bf16 logits (max, then the sum of exponentials: two reads, 4) and
+	 * its backward into one pass that reads them and writes their bf16 gradient (4); holds
+	 * the logits and the gradient, 2+2 */
+	[LOSS_COMPILED] = {4, 4, 4},
+};
+
 static int rank_stages(const struct plan *p, int r, int *st)
 {
 	const struct sched_family *f = sched_family(p->schedule);
@@ -117,16 +160,17 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 		double hp = (m->tied ? (double)V * H : head_params(m)) / t + H;
 		if (!(m->tied && w->has_embed)) { w->params += hp; w->params_dense += hp; }
 		double g = gemm_t(c, T, V / t, H, 1);
-		double ce = elem_t(c, T * V / t * 16.0);
-		w->F += g + ce / 3 + elem_t(c, 4 * E * T * H);
-		w->B += g + 2 * ce / 3;
+		const struct loss_cost *lk = &loss_kinds[p->loss];
+		w->F += g + elem_t(c, T * V / t * lk->io_f) + elem_t(c, 4 * E * T * H);
+		w->B += g + elem_t(c, T * V / t * lk->io_b);
 		w->W += g;
 		w->flops_model += 6 * T * H * V / t;
 		w->flops_hw += 6 * T * H * V / t;
 		/* the loss's logits, one micro-batch, at their peak at the start of the backward; the
 		 * recomputed block's tensors (act_extra so far) come after the head's backward has
 		 * freed them, so the two transients never coexist and the larger one counts */
-		w->act_extra = fmax(w->act_extra, (double)p->loss_bytes * T * V / t);
+		double held = p->loss_bytes ? p->loss_bytes : lk->held;
+		w->act_extra = fmax(w->act_extra, held * T * V / t);
 		w->F += c->tp_head_f; w->B += c->tp_head_b; w->tp_s += c->tp_head_f + c->tp_head_b;
 	}
 	/* a framework that accumulates outside the weight-gradient GEMM reads each parameter's

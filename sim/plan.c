@@ -27,6 +27,7 @@ static const char *const recv_names[RECV_COUNT] = {"none", "microbatch", "ring"}
 static const char *const split_names[SPLIT_COUNT] = {"balanced", "cost", "torchtitan", "torchtitan-io", "first"};
 static const char *const fp8_names[FP8_COUNT] = {"te", "torchao"};
 static const char *const route_names[ROUTE_COUNT] = {"random", "consecutive"};
+static const char *const loss_names[LOSS_COUNT] = {"vocab-parallel", "eager", "loss-parallel", "eager-bf16", "compiled"};
 
 #define OFF(f) offsetof(struct plan, f)
 static const struct plan_key plan_keys[] = {
@@ -64,9 +65,10 @@ static const struct plan_key plan_keys[] = {
 	{"pp_scatter_gather", K_BOOL, OFF(pp_scatter_gather), 0, 1, "pipeline sends without SP: each TP rank sends 1/tp of the stage's output, which every TP rank holds whole, and the receiving stage all-gathers it over its TP group (Megatron-LM's scatter/gather, DeepSpeed's partitioned pipeline tensors); 0: every TP rank sends the whole tensor", NULL},
 	{"tp_regather", K_BOOL, OFF(tp_regather), 0, 1, "SP: column-parallel inputs kept sharded and all-gathered again in backward (Megatron, nanotron); 0: the gathered input is kept (torchtitan)", NULL},
 	{"dp_host_copies", K_BOOL, OFF(dp_host_copies), 0, 1, "ZeRO-0/1 gradient and parameter syncs through list-form torch.distributed calls that copy every tensor's slice per rank on the host (nanotron's *_coalesced helpers)", NULL},
-	{"loss_bytes", K_INT, OFF(loss_bytes), 1, 64, "bytes per logit the loss holds at its peak (6: fused vocab-parallel cross-entropy, bf16 logits and an in-place fp32 softmax, Megatron; 12: eager F.cross_entropy on fp32-upcast logits, torchtitan without compile; 4: the same compiled, bf16 logits and their bf16 gradient)", NULL},
+	{"loss", K_ENUM, OFF(loss), 0, LOSS_COUNT, "vocab-parallel|eager|loss-parallel|eager-bf16|compiled: the loss over the logits (vocab-parallel: Megatron's and nanotron's cross-entropy on fp32-upcast logits; eager: F.cross_entropy on fp32-upcast logits; loss-parallel: the same under DTensor's loss_parallel, decomposed; eager-bf16: F.cross_entropy on bf16 logits; compiled: the upcast and log-softmax fused by torch.compile), which sets the bytes a logit moves through HBM and holds", loss_names},
+	{"loss_bytes", K_INT, OFF(loss_bytes), 0, 64, "bytes per logit the loss holds at its peak, one micro-batch (0: the loss kind's: vocab-parallel 6, eager and loss-parallel 12, eager-bf16 6, compiled 4)", NULL},
 	{"attn_cudnn", K_BOOL, OFF(attn_cudnn), 0, 1, "attention through cuDNN's fused kernel (Transformer Engine prefers it on Hopper), at the hardware profile's attn_eff_cudnn where it has one; 0: FlashAttention-2", NULL},
-	{"compile", K_BOOL, OFF(compile), 0, 1, "torch.compile of the blocks (PyTorch frameworks); priced only through the framework profile's defaults it selects (torchtitan: loss_bytes, glu_eager, eager_block)", NULL},
+	{"compile", K_BOOL, OFF(compile), 0, 1, "torch.compile of the blocks (PyTorch frameworks); priced only through the framework profile's defaults it selects (torchtitan: loss, glu_eager, eager_block)", NULL},
 	{"glu_eager", K_BOOL, OFF(glu_eager), 0, 1, "gated MLP as separate PyTorch ops (activation, then product): autograd also keeps act(gate), one more intermediate-width tensor per layer, and each op reads and writes HBM (nanotron, torchtitan); 0: one fused kernel (Megatron bias_swiglu_impl)", NULL},
 	{"eager_block", K_BOOL, OFF(eager_block), 0, 1, "the block's RMSNorms, rotary embedding, K/V head repetition and output copy run as separate PyTorch ops, each reading and writing HBM (torchtitan's Llama code without compile); 0: fused kernels", NULL},
 	{"tp_seq_copies", K_BOOL, OFF(tp_seq_copies), 0, 1, "SP collectives on the sequence dimension of batch-first activations copy the gathered tensor into place (PyTorch functional collectives with gather/scatter dim != 0: torchtitan); 0: gathered in place (sequence-first: Megatron, nanotron)", NULL},
@@ -118,7 +120,6 @@ void plan_defaults(struct plan *p)
 	p->tp_regather = 1; /* SP as Megatron defines it [KOR §4.2.2] */
 	p->flash_attn = 1;
 	p->reduce_per_mb = 1;
-	p->loss_bytes = 6;
 }
 
 static const struct plan_key *find_key(const char *key)

@@ -51,6 +51,8 @@ enum pp_split { SPLIT_BALANCED, SPLIT_COST, SPLIT_TORCHTITAN, SPLIT_TORCHTITAN_I
  * experts i·k ... i·k + k − 1 mod E: NeMo AutoModel's FakeBalancedGate, which its benchmark
  * configs select with fake_balanced_gate: true, moe/layers.py) */
 enum moe_routing { ROUTE_RANDOM, ROUTE_CONSECUTIVE, ROUTE_COUNT };
+/* how the loss runs over the rank's logits (sim/estimate.c loss_kinds[] says what each moves and holds) */
+enum loss_kind { LOSS_VOCAB_PARALLEL, LOSS_EAGER, LOSS_PARALLEL, LOSS_EAGER_BF16, LOSS_COMPILED, LOSS_COUNT };
 
 #define PLAN_MAX_STAGES 512
 #define PLAN_NAME_LEN 256
@@ -97,15 +99,15 @@ struct plan {
 	                              * one buffer per DP rank per bucket and all_gather_coalesced
 	                              * copies every parameter's slice from every rank (nanotron
 	                              * distributed.py); 0: one flat buffer per bucket (Megatron) */
-	int loss_bytes;              /* bytes per logit the loss holds at its peak, one micro-batch: 6
-	                              * for a fused vocab-parallel cross-entropy (bf16 logits + its fp32
-	                              * softmax, Megatron), 12 for an eager fp32 F.cross_entropy, 4 for
-	                              * it compiled (bf16 logits and gradient) */
+	int loss;                    /* enum loss_kind: the loss's implementation, which sets the
+	                              * bytes per logit its kernels move and hold */
+	int loss_bytes;              /* bytes per logit the loss holds at its peak, one micro-batch,
+	                              * when stated; 0: the loss kind's */
 	int attn_cudnn;              /* attention through cuDNN's fused kernel where the hardware profile
 	                              * has its efficiency (Transformer Engine's choice on Hopper) */
 	int compile;                 /* torch.compile of the model's blocks (torchtitan
 	                              * training.compile); the estimate reads it only through the
-	                              * framework profile's defaults it selects (torchtitan: loss_bytes,
+	                              * framework profile's defaults it selects (torchtitan: loss,
 	                              * glu_eager, eager_block) */
 	int glu_eager;               /* a gated MLP (SwiGLU) run as separate PyTorch ops: the
 	                              * activation saves its input gate, the product saves act(gate)

@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's bytes per logit (loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -201,20 +201,31 @@ static void test_attn_cudnn(const struct model *m8, const struct hw *h)
 	CHECK(a0.step_time_s == a1.step_time_s, "no attn_eff_cudnn in the profile: FlashAttention-2's rate");
 }
 
-/* The loss holds loss_bytes per logit of one micro-batch at its peak: 8B at tp 8, 4096 tokens,
- * the vocabulary 128256 padded to a multiple of 128 x tp = 129024 (Megatron's
- * make-vocab-size-divisible-by): 12 B instead of 6 B adds 6 x 4096 x 129024 / 8 bytes. */
-static void test_loss_bytes(const struct model *m8, const struct hw *h)
+/* The loss holds its kind's bytes per logit of one micro-batch at its peak, and moves its
+ * kind's bytes per logit through HBM: 8B at tp 8, 4096 tokens, the vocabulary 128256 padded to
+ * a multiple of 128 x tp = 129024 (Megatron's make-vocab-size-divisible-by). Counted op by op
+ * from the implementations (a 16k-wide row does not fit in shared memory, so PyTorch's
+ * log-softmax reads it three times and writes once, its backward reads the gradient twice
+ * and the output once and writes once): Megatron's vocab-parallel cross-entropy on fp32
+ * logits: upcast 2+4, max 4, subtract 8, exp 8, sum 4, divide 8 = 38 forward, the in-place
+ * scale 8 and the upcast's gradient 6 = 14 backward; F.cross_entropy on bf16 logits: 3x2 + 2
+ * = 8 forward, a zero-filled gradient 2 and 3x2 + 2 = 10 backward. 52 - 18 = 34 B a logit at
+ * the HBM rate memory-bound kernels reach, in each of the step's 8 micro-batches. */
+static void test_loss_kind(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
-	struct estimate e0, e1;
+	struct estimate e0, e1, eb;
+	double V = 129024, logits = 4096 * V / 8;
 	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8"), &p, &e0)) return;
-	CHECK(p.loss_bytes == 6, "the default loss keeps 6 B a logit (bf16 logits and an fp32 softmax)");
+	CHECK(p.loss == LOSS_VOCAB_PARALLEL && p.loss_bytes == 0, "the default loss is Megatron's vocab-parallel cross-entropy");
+	CHECK_REL(e0.kind[0].logits_bytes, 6 * logits, 1e-12, "it holds the bf16 logits and the fp32 softmax, 6 B a logit");
+	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "loss", "eager-bf16"), &p, &eb)) return;
+	CHECK_REL(e0.step_time_s - eb.step_time_s, 8 * 34 * logits / (h->hbm_bw_bps * h->mem_eff), 1e-9,
+		  "vocab-parallel fp32 against eager bf16: 34 B more a logit through HBM, 8 micro-batches");
 	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "loss_bytes", "12"), &p, &e1)) return;
-	double V = 129024;
-	CHECK_REL(e1.kind[e1.nkinds - 1].logits_bytes - e0.kind[e0.nkinds - 1].logits_bytes, 6 * 4096 * V / 8, 1e-12,
-		  "12 B a logit: 6 B more per token and vocabulary entry of the rank's shard");
-	CHECK_REL(e0.kind[0].logits_bytes, 6 * 4096 * V / 8, 1e-12, "no recompute: the loss's logits alone");
+	CHECK_REL(e1.kind[e1.nkinds - 1].logits_bytes - e0.kind[e0.nkinds - 1].logits_bytes, 6 * logits, 1e-12,
+		  "loss_bytes 12 stated: 6 B more per token and vocabulary entry of the rank's shard");
+	CHECK(e1.step_time_s == e0.step_time_s, "a stated loss_bytes moves memory, not time");
 	/* under full recompute the backward re-runs one block's forward, whose tensors (one
 	 * layer's full activations: a 32-layer model's activations without recompute over 32)
 	 * are live only after the head's backward has freed the loss's: the larger counts */
@@ -223,9 +234,9 @@ static void test_loss_bytes(const struct model *m8, const struct hw *h)
 	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "recompute", "full", "loss_bytes", "1"), &p, &lo)) return;
 	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "recompute", "full", "loss_bytes", "64"), &p, &hi)) return;
 	double layer = none.kind[0].act_per_mb_bytes / 32;
-	CHECK(4096 * V / 8 < layer && 64 * 4096 * V / 8 > layer, "the two cases bracket one layer's activations");
+	CHECK(logits < layer && 64 * logits > layer, "the two cases bracket one layer's activations");
 	CHECK_REL(lo.kind[0].logits_bytes, layer, 1e-12, "1 B a logit: the recomputed block's tensors are the larger");
-	CHECK_REL(hi.kind[0].logits_bytes, 64 * 4096 * V / 8, 1e-12, "64 B a logit: the loss's are, alone");
+	CHECK_REL(hi.kind[0].logits_bytes, 64 * logits, 1e-12, "64 B a logit: the loss's are, alone");
 }
 
 /* Under pressure the caching allocator releases its cache and retries. Native segments go back
@@ -330,7 +341,7 @@ int main(void)
 	test_eager_block(&m8, &h);
 	test_tp_seq_copies(&m8, &h);
 	test_attn_cudnn(&m8, &h);
-	test_loss_bytes(&m8, &h);
+	test_loss_kind(&m8, &h);
 	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);

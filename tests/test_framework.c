@@ -48,19 +48,22 @@ static void test_apply(void)
 	plan_defaults(&p);
 	plan_set(&p, "zero", "1", err);
 	CHECK(framework_apply(&fw, &p, 0, NULL, 0, NULL, err) > 0 && p.zero == 1, "a stated zero is kept: %d", p.zero);
-	/* torchtitan's loss is an eager F.cross_entropy on fp32-upcast logits (12 B a logit at its
-	 * peak) unless training.compile, which compiles it since 2025-04 (components/loss.py: the
-	 * bf16 logits and their bf16 gradient, 4 B) but not in the 2024-12 tree (train.py 9dec370);
-	 * compiled blocks keep no eager SwiGLU intermediate and move no eager norm or rotary traffic */
+	/* torchtitan's loss is an eager F.cross_entropy on fp32-upcast logits, under DTensor's
+	 * loss_parallel when tp > 1, unless training.compile, which compiles it since 2025-04
+	 * (components/loss.py) but not in the 2024-12 tree (train.py 9dec370); compiled blocks
+	 * keep no eager SwiGLU intermediate and move no eager norm or rotary traffic */
 	CHECK(framework_load("torchtitan", &fw, err) == 0, "%s", err);
 	plan_defaults(&p);
-	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss_bytes == 12 && p.glu_eager && p.eager_block && p.tp_seq_copies, "torchtitan eager: loss %d B", p.loss_bytes);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss == LOSS_EAGER && p.glu_eager && p.eager_block && p.tp_seq_copies, "torchtitan eager: loss %d", p.loss);
+	plan_defaults(&p);
+	plan_set(&p, "tp", "8", err);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss == LOSS_PARALLEL, "torchtitan eager, tp 8: loss %d", p.loss);
 	plan_defaults(&p);
 	plan_set(&p, "compile", "1", err);
-	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss_bytes == 4 && !p.glu_eager && !p.eager_block && p.tp_seq_copies, "torchtitan compiled 2025: loss %d B", p.loss_bytes);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss == LOSS_COMPILED && !p.glu_eager && !p.eager_block && p.tp_seq_copies, "torchtitan compiled 2025: loss %d", p.loss);
 	plan_defaults(&p);
 	plan_set(&p, "compile", "1", err);
-	CHECK(framework_apply(&fw, &p, 2024, NULL, 0, NULL, err) > 0 && p.loss_bytes == 12 && !p.glu_eager, "torchtitan compiled 2024: loss %d B", p.loss_bytes);
+	CHECK(framework_apply(&fw, &p, 2024, NULL, 0, NULL, err) > 0 && p.loss == LOSS_EAGER && !p.glu_eager, "torchtitan compiled 2024: loss %d", p.loss);
 	/* nemo: distributed optimizer, overlaps on, bf16 gradient reduction, expandable segments */
 	CHECK(framework_load("nemo", &fw, err) == 0, "%s", err);
 	plan_defaults(&p);
@@ -76,6 +79,7 @@ static void test_apply(void)
 	plan_defaults(&p);
 	plan_set(&p, "pp", "4", err);
 	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && !p.reduce_per_mb, "nemo-automodel pp 4: reduce after the last micro-batch");
+	CHECK(p.loss == LOSS_EAGER_BF16, "nemo-automodel's benchmark configs: F.cross_entropy on bf16 logits");
 	/* megatron-lm: fp16 runs reduce fp16 gradients, bf16 runs fp32; the asynchronous TP
 	 * all-reduce arrived late 2021 */
 	CHECK(framework_load("megatron-lm", &fw, err) == 0, "%s", err);

@@ -223,8 +223,9 @@ for p in d["plans"]:
         seen.add(k)
         want = e["value"]
         assert plan[k] == want, (k, plan[k], want)
-    assert {"eager_block", "glu_eager", "loss_bytes", "tp_seq_copies", "allocator"} <= seen, seen
-    assert plan["eager_block"] == (not compile_) and plan["loss_bytes"] == (4 if compile_ else 12)
+    assert {"eager_block", "glu_eager", "loss", "tp_seq_copies", "allocator"} <= seen, seen
+    assert plan["eager_block"] == (not compile_)
+    assert plan["loss"] == ("compiled" if compile_ else "loss-parallel" if plan["tp"] > 1 else "eager"), plan["loss"]
     s = json.loads(subprocess.run([sys.argv[2], "sim"] + shlex.split(p["sim_flags"]) + ["--json"],
                                   capture_output=True, text=True).stdout)
     assert abs(s["step_time_s"] - p["step_time_s"]) <= 1e-8 * p["step_time_s"], (s["step_time_s"], p["step_time_s"])
