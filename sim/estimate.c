@@ -399,8 +399,9 @@ static double dp_host_ops(const struct ectx *c, const struct rank_work *w)
 	return n * buckets + tensors + 2 * n + n * tensors;
 }
 
-/* DP / ZeRO communication of one pipeline rank: total and exposed, per step */
-static void dp_time(const struct ectx *c, const struct rank_work *w, double *total, double *exposed)
+/* DP / ZeRO communication of one pipeline rank: total and exposed, per step, and of the exposed
+ * what runs on the compute stream (*copies), which no pipeline drain hides */
+static void dp_time(const struct ectx *c, const struct rank_work *w, double *total, double *exposed, double *copies)
 {
 	const struct plan *p = c->p;
 	const struct hw *h = c->h;
@@ -410,7 +411,7 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	int n = c->dpcp, ne = c->edp;
 	double bwd_mb = w->B + w->W, fwd_mb = w->F;
 	double t_red, t_ag = 0;
-	*total = *exposed = 0;
+	*total = *exposed = *copies = 0;
 	if (n <= 1 && ne <= 1) return;
 	if (p->zero == 0)
 		t_red = ectx_coll_time(c, COLL_ALLREDUCE, gd, &c->dpcp_g) + ectx_coll_time(c, COLL_ALLREDUCE, ge, &c->edp_g);
@@ -430,20 +431,30 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 	/* eager copies the host launches one by one, in the step's critical path (the hooks run
 	 * in backward's autograd thread, the gather after the optimizer step) */
 	double hc = p->dp_host_copies && p->zero <= 1 ? dp_host_ops(c, w) * h->host_op_s : 0;
+	/* FSDP2 copies each all-gather's flat output into the parameters' own tensors
+	 * (foreach_all_gather_copy_out: split_with_sizes_copy, read and write in the parameter
+	 * dtype) and the unsharded gradients into the reduce-scatter's input, cast to the reduce
+	 * dtype (foreach_reduce: _chunk_cat), both on the compute stream, before and after the
+	 * collective (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py): once per gather
+	 * and per reduction counted below */
+	int fc = p->fsdp_copies && p->zero >= 2;
+	double cp_ag = fc ? elem_t(c, 2 * pb * w->params) : 0, cp_rs = fc ? elem_t(c, (pb + gb) * w->params) : 0;
 	if (p->zero <= 1 || (p->zero == 2 && !p->reduce_per_mb)) {
 		/* once per step: ZeRO-0/1, and ZeRO-2 whose gradients accumulate in a full buffer
 		 * (Megatron's distributed optimizer) */
-		*total = t_red + t_ag + hc;
-		*exposed = red_exp + ag_exp + hc;
+		*copies = cp_ag + cp_rs;
+		*total = t_red + t_ag + hc + *copies;
+		*exposed = red_exp + ag_exp + hc + *copies;
 	} else if (p->zero == 2) {
 		/* gradients reduce-scattered every micro-batch [ZERO §5.2], params gathered once. The
 		 * reductions run on a side stream the next micro-batch does not wait for (FSDP's
 		 * reduce-scatter stream, DeepSpeed's overlap_comm reduction stream), so only the last
 		 * micro-batch's final bucket is left after the compute; the others' last buckets
 		 * run under the next micro-batch */
-		*total = c->mb * t_red + t_ag;
+		*copies = cp_ag + c->mb * cp_rs;
+		*total = c->mb * t_red + t_ag + *copies;
 		double mid = p->overlap_grad_reduce ? hw_overlap_cost(h, t_red, bwd_mb) : t_red;
-		*exposed = (c->mb - 1) * mid + red_exp + ag_exp;
+		*exposed = (c->mb - 1) * mid + red_exp + ag_exp + *copies;
 	} else {
 		/* ZeRO-3 / FSDP: every block's parameters are all-gathered before its forward and
 		 * again before its backward, and its gradients reduce-scattered after, every
@@ -467,14 +478,15 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 			rs = fmax(rs, (gd / L * coll_busbw_factor(COLL_REDUCESCATTER, n) + ge / L * coll_busbw_factor(COLL_REDUCESCATTER, ne)) / rate);
 		}
 		double f_l = fwd_mb / L, b_l = bwd_mb / L;
-		*total = c->mb * L * (2 * g + rs);
+		*copies = c->mb * (2 * cp_ag + cp_rs);
+		*total = c->mb * L * (2 * g + rs) + *copies;
 		/* a collective running under a block's compute takes SMs and memory bandwidth from
 		 * it (hw_overlap_cost). Only the switched-on kinds overlap (go, ro); the others run
 		 * between the blocks */
 		double go = p->overlap_param_gather ? g : 0, ro = p->overlap_grad_reduce ? rs : 0;
 		double ef = g + (L - 1) * (g - go + hw_overlap_cost(h, go, f_l));
 		double eb = g + rs + (L - 1) * (g - go + rs - ro + hw_overlap_cost(h, go + ro, b_l));
-		*exposed = c->mb * (ef + eb);
+		*exposed = c->mb * (ef + eb) + *copies;
 	}
 }
 
@@ -669,11 +681,12 @@ static double rank_kind(const struct ectx *c, int r, const struct rank_work *w, 
 	k->cp_comm_s = c->mb * w->cp_s;
 	k->ep_comm_s = c->mb * w->ep_s;
 	k->pp_comm_s = pp_exposed;
-	dp_time(c, w, &k->dp_comm_s, &k->dp_exposed_s);
+	double copies;
+	dp_time(c, w, &k->dp_comm_s, &k->dp_exposed_s, &copies);
 	/* stage r finishes its last backward ~r backward-steps before stage 0 (1F1B), so its DP
-	 * tail hides behind the drain */
+	 * tail hides behind the drain; copies on the compute stream do not */
 	double slack = p->pp > 1 ? r * (w->B + w->W) : 0;
-	*tail = fmax(0, k->dp_exposed_s - slack);
+	*tail = fmax(0, k->dp_exposed_s - copies - slack) + copies;
 	double pb = p->zero >= 1 ? 1.0 / (c->dpcp) : 1.0;
 	/* Adam reads weight, gradient, m, v and writes three of them back (+ the bf16 copy of an
 	 * fp32 master): 36 B per parameter in fp32 states, 14 B in bf16 ones; a few fused kernels */

@@ -93,6 +93,10 @@ struct plan {
 	int tp_regather;             /* SP: the column-parallel layers keep their input sharded and
 	                              * all-gather it again in backward (Megatron, TE, nanotron);
 	                              * 0: the gathered input is saved (torchtitan's DTensor SP) */
+	int fsdp_copies;             /* ZeRO-2/3 through FSDP2: each gathered parameter is copied out
+	                              * of the flat all-gather buffer and each unsharded gradient into
+	                              * the reduce-scatter buffer, cast to the reduce dtype, on the
+	                              * compute stream (torchtitan, NeMo AutoModel) */
 	int dp_host_copies;          /* ZeRO-0/1 syncs whose buffers are flattened and copied back
 	                              * tensor by tensor on the host: all_reduce_coalesced unflattens
 	                              * each DDP bucket; ZeRO-1's reduce_scatter_coalesced flattens

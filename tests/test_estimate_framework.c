@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -239,6 +239,30 @@ static void test_loss_kind(const struct model *m8, const struct hw *h)
 	CHECK_REL(hi.kind[0].logits_bytes, 64 * logits, 1e-12, "64 B a logit: the loss's are, alone");
 }
 
+/* FSDP2 copies every all-gather's flat output into the parameters (2 B read, 2 B written per
+ * bf16 parameter) and the unsharded bf16 gradients into the reduce-scatter's fp32 input (2 + 4
+ * B) on the compute stream. ZeRO-3 gathers before each micro-batch's forward and again before
+ * its backward and reduce-scatters after it: 2 x 4 + 6 = 14 B per parameter the rank holds per
+ * micro-batch, 2 micro-batches; ZeRO-2 reducing every micro-batch gathers once a step: 4 + 2 x 6
+ * = 16 B. At ZeRO-1 (no FSDP) the key moves nothing. */
+static void test_fsdp_copies(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate a, b;
+	const char *z[] = {"3", "2", "1"};
+	const char *what[] = {"ZeRO-3: 2 micro-batches x (2 gathers x 4 B + 6 B)", "ZeRO-2: one gather, 2 reductions", ""};
+	double want_b[] = {2 * 14, 4 + 2 * 6};
+	for (int i = 0; i < 3; i++) {
+		if (run(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "16", "reduce_per_mb", "1", "fsdp_copies", "0"), &p, &a)) return;
+		if (run(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "16", "reduce_per_mb", "1", "fsdp_copies", "1"), &p, &b)) return;
+		if (i == 2) {
+			CHECK(a.step_time_s == b.step_time_s, "ZeRO-1 does not run through FSDP2: no copies");
+			break;
+		}
+		CHECK_REL(b.step_time_s - a.step_time_s, want_b[i] * a.kind[0].params / (h->hbm_bw_bps * h->mem_eff), 1e-9, what[i]);
+	}
+}
+
 /* Under pressure the caching allocator releases its cache and retries. Native segments go back
  * only when nothing in them is live; with expandable segments the pages of every free block are
  * unmapped (release_blocks, c10/cuda/CUDACachingAllocator.cpp), so a plan runs while its live
@@ -342,6 +366,7 @@ int main(void)
 	test_tp_seq_copies(&m8, &h);
 	test_attn_cudnn(&m8, &h);
 	test_loss_kind(&m8, &h);
+	test_fsdp_copies(&m8, &h);
 	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
