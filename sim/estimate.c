@@ -688,9 +688,15 @@ static double rank_kind(const struct ectx *c, int r, const struct rank_work *w, 
 	double slack = p->pp > 1 ? r * (w->B + w->W) : 0;
 	*tail = fmax(0, k->dp_exposed_s - copies - slack) + copies;
 	double pb = p->zero >= 1 ? 1.0 / (c->dpcp) : 1.0;
-	/* Adam reads weight, gradient, m, v and writes three of them back (+ the bf16 copy of an
-	 * fp32 master): 36 B per parameter in fp32 states, 14 B in bf16 ones; a few fused kernels */
-	double opt_b = p->bf16_states && p->precision != PREC_FP32 ? 14.0 : 36.0;
+	/* fused Adam reads weight, gradient, m, v and writes three of them back (+ the bf16 copy of
+	 * an fp32 master): 36 B per parameter in fp32 states, 14 B in bf16 ones, a few kernels.
+	 * torch.optim's foreach AdamW makes a pass per op (_multi_tensor_adam): the decoupled decay
+	 * p *= 1 - lr*wd (2 accesses), m.lerp_(g) (3), v *= beta2 (2), v.addcmul_(g, g) (3), sqrt(v)
+	 * into a temporary (2), its division (2) and eps (2), p.addcdiv_(m, tmp) (4): 20 accesses of
+	 * a state element, 80 B in fp32, 40 in bf16; the bf16 copy an FSDP2 master needs is made by
+	 * the all-gather, not here */
+	int bf = p->bf16_states && p->precision != PREC_FP32;
+	double opt_b = p->optimizer == OPT_FOREACH ? (bf ? 40.0 : 80.0) : (bf ? 14.0 : 36.0);
 	k->optimizer_s = elem_t(c, opt_b * k->params * pb) + 4 * h->host_op_s;
 	k->bubble_s = fmax(0, span - pp_exposed - busy);
 	k->overhead_s = h->step_overhead_s;

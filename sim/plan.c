@@ -23,6 +23,7 @@ struct plan_key {
 };
 
 static const char *const alloc_names[ALLOC_COUNT] = {"native", "expandable"};
+static const char *const opt_names[OPT_COUNT] = {"fused", "foreach"};
 static const char *const recv_names[RECV_COUNT] = {"none", "microbatch", "ring"};
 static const char *const split_names[SPLIT_COUNT] = {"balanced", "cost", "torchtitan", "torchtitan-io", "first"};
 static const char *const fp8_names[FP8_COUNT] = {"te", "torchao"};
@@ -75,6 +76,7 @@ static const struct plan_key plan_keys[] = {
 	{"tp_seq_copies", K_BOOL, OFF(tp_seq_copies), 0, 1, "SP collectives on the sequence dimension of batch-first activations copy the gathered tensor into place (PyTorch functional collectives with gather/scatter dim != 0: torchtitan); 0: gathered in place (sequence-first: Megatron, nanotron)", NULL},
 	{"overlap_tp_bwd", K_BOOL, OFF(overlap_tp_bwd), 0, 1, "TP backward collectives overlapped with the other backward GEMM (Megatron default)", NULL},
 	{"reduce_per_mb", K_BOOL, OFF(reduce_per_mb), 0, 1, "ZeRO-2: reduce-scatter every micro-batch (DeepSpeed, FSDP); 0: once per step", NULL},
+	{"optimizer", K_ENUM, OFF(optimizer), 0, OPT_COUNT, "fused|foreach: the Adam step as one fused multi-tensor kernel (Megatron's, torch fused=True) or as torch.optim's foreach ops, each a pass over the states (torch's default on CUDA)", opt_names},
 	{"allocator", K_ENUM, OFF(allocator), 0, ALLOC_COUNT, "native|expandable (PyTorch expandable_segments)", alloc_names},
 	{"fp8_impl", K_ENUM, OFF(fp8_impl), 0, FP8_COUNT, "te|torchao: who runs the FP8 GEMMs", fp8_names},
 	{"moe_routing", K_ENUM, OFF(moe_routing), 0, ROUTE_COUNT, "random|consecutive: how a token picks its top-k experts (random: k distinct, each equally likely, a balanced trained router; consecutive: token i takes experts i*k .. i*k+k-1 mod E, NeMo AutoModel's FakeBalancedGate of its benchmark configs), which sets how many ranks and nodes the dispatch reaches", route_names},

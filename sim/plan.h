@@ -29,6 +29,8 @@ enum precision { PREC_BF16, PREC_FP8, PREC_FP32, PREC_FP16, PREC_COUNT };
 /* PyTorch's CUDA caching allocator: native segments, or expandable_segments:True
  * (PYTORCH_ALLOC_CONF), one growing mapping per stream */
 enum allocator { ALLOC_NATIVE, ALLOC_EXPANDABLE, ALLOC_COUNT };
+/* how the Adam step runs: one fused multi-tensor kernel, or torch.optim's foreach ops */
+enum optimizer_impl { OPT_FUSED, OPT_FOREACH, OPT_COUNT };
 /* who runs FP8 GEMMs: Transformer Engine (casts fused into the producing kernels, FP8 copies of
  * the GEMM inputs saved for backward, FP8 weights cached per step) or torchao's Float8Linear
  * (dynamic per-tensor casts as separate kernels) */
@@ -130,6 +132,7 @@ struct plan {
 	int reduce_per_mb;           /* ZeRO-2: gradients reduce-scattered every micro-batch
 	                              * (DeepSpeed, FSDP); 0: accumulated in a full buffer, once per step */
 	int allocator;               /* enum allocator */
+	int optimizer;               /* enum optimizer_impl */
 	int fp8_impl;                /* enum fp8_impl */
 	int pp_split;                /* enum pp_split */
 	int moe_routing;             /* enum moe_routing */

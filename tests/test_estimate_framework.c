@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -263,6 +263,25 @@ static void test_fsdp_copies(const struct model *m8, const struct hw *h)
 	}
 }
 
+/* torch.optim's foreach AdamW makes a pass per op over the states: decay 2, lerp 3, scale 2,
+ * addcmul 3, sqrt 2, divide 2, add eps 2, addcdiv 4 = 20 accesses of a state element, 80 B a
+ * parameter in fp32 against the fused kernel's 36 B (read w, g, m, v, write w, m, v, and the
+ * bf16 copy), 40 B against 14 in bf16 states; one GPU, so the rank steps every parameter. */
+static void test_optimizer_impl(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate a, b;
+	const char *bf[] = {"0", "1"};
+	double extra[] = {80 - 36, 40 - 14};
+	for (int i = 0; i < 2; i++) {
+		if (run(m8, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "bf16_states", bf[i], "optimizer", "fused"), &p, &a)) return;
+		if (run(m8, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "bf16_states", bf[i], "optimizer", "foreach"), &p, &b)) return;
+		CHECK_REL(b.kind[0].optimizer_s - a.kind[0].optimizer_s, extra[i] * a.kind[0].params / (h->hbm_bw_bps * h->mem_eff), 1e-9,
+			  i ? "foreach in bf16 states: 26 B more a parameter" : "foreach in fp32 states: 44 B more a parameter");
+		CHECK_REL(b.step_time_s - a.step_time_s, b.kind[0].optimizer_s - a.kind[0].optimizer_s, 1e-9, "the step grows by the optimizer's difference");
+	}
+}
+
 /* Under pressure the caching allocator releases its cache and retries. Native segments go back
  * only when nothing in them is live; with expandable segments the pages of every free block are
  * unmapped (release_blocks, c10/cuda/CUDACachingAllocator.cpp), so a plan runs while its live
@@ -367,6 +386,7 @@ int main(void)
 	test_attn_cudnn(&m8, &h);
 	test_loss_kind(&m8, &h);
 	test_fsdp_copies(&m8, &h);
+	test_optimizer_impl(&m8, &h);
 	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);

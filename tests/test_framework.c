@@ -57,7 +57,7 @@ static void test_apply(void)
 	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss == LOSS_EAGER && p.glu_eager && p.eager_block && p.tp_seq_copies, "torchtitan eager: loss %d", p.loss);
 	plan_defaults(&p);
 	plan_set(&p, "tp", "8", err);
-	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss == LOSS_PARALLEL && p.fsdp_copies, "torchtitan eager, tp 8: loss %d, FSDP2 copies", p.loss);
+	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss == LOSS_PARALLEL && p.fsdp_copies && p.optimizer == OPT_FOREACH, "torchtitan eager, tp 8: loss %d, FSDP2 copies, foreach AdamW", p.loss);
 	plan_defaults(&p);
 	plan_set(&p, "compile", "1", err);
 	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && p.loss == LOSS_COMPILED && !p.glu_eager && !p.eager_block && p.tp_seq_copies, "torchtitan compiled 2025: loss %d", p.loss);
@@ -80,7 +80,7 @@ static void test_apply(void)
 	plan_set(&p, "pp", "4", err);
 	CHECK(framework_apply(&fw, &p, 2025, NULL, 0, NULL, err) > 0 && !p.reduce_per_mb, "nemo-automodel pp 4: reduce after the last micro-batch");
 	CHECK(p.loss == LOSS_EAGER_BF16, "nemo-automodel's benchmark configs: F.cross_entropy on bf16 logits");
-	CHECK(p.fsdp_copies, "nemo-automodel: FSDP2 copies around its collectives");
+	CHECK(p.fsdp_copies && p.optimizer == OPT_FOREACH, "nemo-automodel: FSDP2 copies around its collectives, torch.optim's foreach Adam");
 	/* megatron-lm: fp16 runs reduce fp16 gradients, bf16 runs fp32; the asynchronous TP
 	 * all-reduce arrived late 2021 */
 	CHECK(framework_load("megatron-lm", &fw, err) == 0, "%s", err);
