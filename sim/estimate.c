@@ -52,7 +52,8 @@ static const struct loss_cost loss_kinds[LOSS_COUNT] = {
 	/* eager-bf16: F.cross_entropy on bf16 logits (NeMo AutoModel's MaskedCrossEntropy with
 	 * fp32_upcast false): log_softmax 3x2 read + 2 written = 8; backward the zero-filled
 	 * gradient 2 and log_softmax's backward 2x2 + 2 read + 2 written = 10; holds the bf16
-	 * logits, log-probabilities and gradient, 3x2 */
+	 * logits, log-probabilities and gradient, 3x2. (Under TP MaskedCrossEntropy gathers the
+	 * whole vocabulary first, full_tensor(), which the rank's shard here does not price.) */
 	[LOSS_EAGER_BF16] = {8, 10, 6},
 	/* compiled: inductor fuses the upcast, the log-softmax and the target's gather into
 	 * reductions over the bf16 logits (max, then the sum of exponentials: two reads, 4) and

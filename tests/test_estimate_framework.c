@@ -204,9 +204,9 @@ static void test_attn_cudnn(const struct model *m8, const struct hw *h)
 /* The loss holds its kind's bytes per logit of one micro-batch at its peak, and moves its
  * kind's bytes per logit through HBM: 8B at tp 8, 4096 tokens, the vocabulary 128256 padded to
  * a multiple of 128 x tp = 129024 (Megatron's make-vocab-size-divisible-by). Counted op by op
- * from the implementations (a 16k-wide row does not fit in shared memory, so PyTorch's
- * log-softmax reads it three times and writes once, its backward reads the gradient twice
- * and the output once and writes once): Megatron's vocab-parallel cross-entropy on fp32
+ * from the implementations, for rows too wide for shared memory (PyTorch's log-softmax then
+ * reads a row three times and writes it once, its backward reads the gradient twice and the
+ * output once and writes once; the kinds' frameworks run 128k-wide rows): Megatron's vocab-parallel cross-entropy on fp32
  * logits: upcast 2+4, max 4, subtract 8, exp 8, sum 4, divide 8 = 38 forward, the in-place
  * scale 8 and the upcast's gradient 6 = 14 backward; F.cross_entropy on bf16 logits: 3x2 + 2
  * = 8 forward, a zero-filled gradient 2 and 3x2 + 2 = 10 backward. 52 - 18 = 34 B a logit at
