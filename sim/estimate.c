@@ -445,8 +445,8 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		/* once per step: ZeRO-0/1, and ZeRO-2 whose gradients accumulate in a full buffer
 		 * (Megatron's distributed optimizer) */
 		*copies = cp_ag + cp_rs;
-		*total = t_red + t_ag + hc + *copies;
-		*exposed = red_exp + ag_exp + hc + *copies;
+		*total = t_red + t_ag + hc;
+		*exposed = red_exp + ag_exp + hc;
 	} else if (p->zero == 2) {
 		/* gradients reduce-scattered every micro-batch [ZERO §5.2], params gathered once. The
 		 * reductions run on a side stream the next micro-batch does not wait for (FSDP's
@@ -454,9 +454,9 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		 * micro-batch's final bucket is left after the compute; the others' last buckets
 		 * run under the next micro-batch */
 		*copies = cp_ag + c->mb * cp_rs;
-		*total = c->mb * t_red + t_ag + *copies;
+		*total = c->mb * t_red + t_ag;
 		double mid = p->overlap_grad_reduce ? hw_overlap_cost(h, t_red, bwd_mb) : t_red;
-		*exposed = (c->mb - 1) * mid + red_exp + ag_exp + *copies;
+		*exposed = (c->mb - 1) * mid + red_exp + ag_exp;
 	} else {
 		/* ZeRO-3 / FSDP: every block's parameters are all-gathered before its forward and
 		 * again before its backward, and its gradients reduce-scattered after, every
@@ -481,15 +481,18 @@ static void dp_time(const struct ectx *c, const struct rank_work *w, double *tot
 		}
 		double f_l = fwd_mb / L, b_l = bwd_mb / L;
 		*copies = c->mb * (2 * cp_ag + cp_rs);
-		*total = c->mb * L * (2 * g + rs) + *copies;
+		*total = c->mb * L * (2 * g + rs);
 		/* a collective running under a block's compute takes SMs and memory bandwidth from
 		 * it (hw_overlap_cost). Only the switched-on kinds overlap (go, ro); the others run
 		 * between the blocks */
 		double go = p->overlap_param_gather ? g : 0, ro = p->overlap_grad_reduce ? rs : 0;
 		double ef = g + (L - 1) * (g - go + hw_overlap_cost(h, go, f_l));
 		double eb = g + rs + (L - 1) * (g - go + rs - ro + hw_overlap_cost(h, go + ro, b_l));
-		*exposed = c->mb * (ef + eb) + *copies;
+		*exposed = c->mb * (ef + eb);
 	}
+	/* the copies run between the compute, in the step whatever overlaps */
+	*total += *copies;
+	*exposed += *copies;
 }
 
 /* bytes per parameter of the weights a rank holds: FP8 through Transformer Engine keeps the
@@ -698,7 +701,7 @@ static double rank_kind(const struct ectx *c, int r, const struct rank_work *w, 
 	 * a state element, 80 B in fp32, 40 in bf16; the bf16 copy an FSDP2 master needs is made by
 	 * the all-gather, not here */
 	int bf = p->bf16_states && p->precision != PREC_FP32;
-	double opt_b = p->optimizer == OPT_FOREACH ? (bf ? 40.0 : 80.0) : (bf ? 14.0 : 36.0);
+	double opt_b = p->optimizer == OPT_FOREACH ? 20.0 * (bf ? 2 : 4) : (bf ? 14.0 : 36.0);
 	k->optimizer_s = elem_t(c, opt_b * k->params * pb) + 4 * h->host_op_s;
 	k->bubble_s = fmax(0, span - pp_exposed - busy);
 	k->overhead_s = h->step_overhead_s;
