@@ -172,6 +172,25 @@ static void attention_time(const struct ectx *c, const struct dims *d, struct co
 		a_f = gqk + gpv + elem_t(c, 9 * d->scores);
 		a_b = 2 * (gqk + gpv) + elem_t(c, 11 * d->scores);
 	}
+	if (p->cp > 1 && p->cp_fp32_merge) {
+		/* PyTorch's context parallel (torch/distributed/tensor/experimental/_attention.py,
+		 * convert_to_f32 and load balancing on by default) merges every ring step's block
+		 * output into an fp32 running output and accumulates the gradients in fp32, as
+		 * element-wise passes beside the flash kernels. Per element of the rank's attention
+		 * output O, the last rank of the group (every step a whole-query one; the others trade
+		 * some for half-query steps that also re-cat the running output, 27 B): the first
+		 * step's upcast (2 + 4 B), then per step the upcast, out - block (12), the sigmoid
+		 * scale (8) and the subtraction (12) = 38 B, and the result's downcast (4 + 2).
+		 * Per K/V element: the torch.cat of K and V each step but the last (2 + 2). Backward:
+		 * the fp32 zeros (4), grad_q += the block's (4 + 2 + 4) each step and the downcast
+		 * (6) per O element; per K/V element the zeros (4), each step but the last the cat of
+		 * K and V (4), the first step's add (10), the others' chunked add and re-cat of the
+		 * running dK/dV (5 + 8), every step the fp32 cat that passes it on (8), and the
+		 * downcast (6) */
+		double o = d->T * d->qd / d->t, kv = 2 * d->T * d->kvd_t, s1 = p->cp - 1;
+		a_f += elem_t(c, o * (6 + 38 * s1 + 6) + kv * 4 * s1);
+		a_b += elem_t(c, o * (4 + 10 * p->cp + 6) + kv * (4 + 4 * s1 + 10 + 13 * s1 + 8 * p->cp + 6));
+	}
 	cm->a_f = a_f;
 	cm->a_b = a_b;
 	cm->attn_flops = attn_flops;

@@ -99,6 +99,10 @@ struct plan {
 	                              * of the flat all-gather buffer and each unsharded gradient into
 	                              * the reduce-scatter buffer, cast to the reduce dtype, on the
 	                              * compute stream (torchtitan, NeMo AutoModel) */
+	int cp_fp32_merge;           /* CP through PyTorch's context parallel: each ring step's output
+	                              * merged into an fp32 running output and the gradients
+	                              * accumulated in fp32, element-wise beside the flash kernels
+	                              * (torchtitan) */
 	int dp_host_copies;          /* ZeRO-0/1 syncs whose buffers are flattened and copied back
 	                              * tensor by tensor on the host: all_reduce_coalesced unflattens
 	                              * each DDP bucket; ZeRO-1's reduce_scatter_coalesced flattens

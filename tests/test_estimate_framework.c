@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), PyTorch context parallel's fp32 merges (cp_fp32_merge), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -263,6 +263,31 @@ static void test_fsdp_copies(const struct model *m8, const struct hw *h)
 	}
 }
 
+/* PyTorch's context parallel merges each ring step in fp32 beside the flash kernels
+ * (torch/distributed/tensor/experimental/_attention.py). Llama 3 8B, cp 4 on 4 GPUs, one
+ * sequence of 32768 tokens: a rank holds 8192 tokens, its attention output O is 8192 x 4096
+ * elements and its K and V 2 x 8192 x 1024. Counted from the code for the group's last rank
+ * (every step a whole-query one): forward, per O element the first upcast 2 + 4 B, three merges
+ * of 6 + 12 + 8 + 12 B and the downcast 4 + 2 = 126 B, per K/V element three cats of 2 + 2 = 12
+ * B; backward, per O element the fp32 zeros 4, four grad_q adds of 4 + 2 + 4 and the downcast 6
+ * = 50 B, per K/V element the zeros 4, three cats 12, the first add 10, three chunked adds and
+ * re-cats 3 x 13, four fp32 cats 32 and the downcast 6 = 103 B. 32 layers, no recompute, one
+ * micro-batch: the step grows by that traffic at the HBM streaming rate. */
+static void test_cp_fp32_merge(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate a, b;
+	if (run(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "0"), &p, &a)) return;
+	if (run(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "1"), &p, &b)) return;
+	double o = 8192.0 * 4096, kv = 2 * 8192.0 * 1024;
+	double bytes = 32 * (o * (126 + 50) + kv * (12 + 103));
+	CHECK_REL(b.step_time_s - a.step_time_s, bytes / (h->hbm_bw_bps * h->mem_eff), 1e-9,
+		  "cp 4: 176 B per output element and 115 per K/V element a layer");
+	if (run(m8, h, KV("gpus", "4", "seq", "8192", "gbs", "4", "cp_fp32_merge", "0"), &p, &a)) return;
+	if (run(m8, h, KV("gpus", "4", "seq", "8192", "gbs", "4", "cp_fp32_merge", "1"), &p, &b)) return;
+	CHECK(a.step_time_s == b.step_time_s, "without context parallelism there is nothing to merge");
+}
+
 /* torch.optim's foreach AdamW makes a pass per op over the states: decay 2, lerp 3, scale 2,
  * addcmul 3, sqrt 2, divide 2, add eps 2, addcdiv 4 = 20 accesses of a state element, 80 B a
  * parameter in fp32 against the fused kernel's 36 B (read w, g, m, v, write w, m, v, and the
@@ -387,6 +412,7 @@ int main(void)
 	test_loss_kind(&m8, &h);
 	test_fsdp_copies(&m8, &h);
 	test_optimizer_impl(&m8, &h);
+	test_cp_fp32_merge(&m8, &h);
 	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
