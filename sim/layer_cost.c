@@ -18,6 +18,8 @@ struct dims {
 	double sp;                  /* divisor of the replicated tensors: tp under SP, else 1 */
 	double qd, kvd;             /* query and key/value widths */
 	double kvd_t;               /* K/V width per rank (heads replicate when t > a_kv) */
+	double kva_t;               /* K/V width per rank the attention kernel reads: the query
+	                             * width when K and V are repeated first (plan kv_repeat) */
 	double mlp_mult, width;     /* 3 (SwiGLU) or 2 (GeLU); dense or shared-expert width */
 	int glu_ops;                /* a SwiGLU run as two PyTorch ops (plan glu_eager) */
 	double ag_E;                /* bytes per element SP's forward all-gathers move: 1 when
@@ -73,6 +75,7 @@ static void dims_init(const struct ectx *c, int moe, struct dims *d)
 	d->qd = (double)m->heads * m->head_dim;
 	d->kvd = (double)m->kv_heads * m->head_dim;
 	d->kvd_t = d->kvd / d->t < m->head_dim ? m->head_dim : d->kvd / d->t;
+	d->kva_t = p->kv_repeat && d->qd / d->t > d->kvd_t ? d->qd / d->t : d->kvd_t;
 	d->mlp_mult = m->mlp == MLP_SWIGLU ? 3 : 2;
 	d->glu_ops = m->mlp == MLP_SWIGLU && p->glu_eager;
 	d->ag_E = d->sp > 1 && p->precision == PREC_FP8 && p->fp8_impl == FP8_TORCHAO ? 1 : d->E;
@@ -187,7 +190,7 @@ static void attention_time(const struct ectx *c, const struct dims *d, struct co
 		 * K and V (4), the first step's add (10), the others' chunked add and re-cat of the
 		 * running dK/dV (5 + 8), every step the fp32 cat that passes it on (8), and the
 		 * downcast (6) */
-		double o = d->T * d->qd / d->t, kv = 2 * d->T * d->kvd_t, s1 = p->cp - 1;
+		double o = d->T * d->qd / d->t, kv = 2 * d->T * d->kva_t, s1 = p->cp - 1;
 		a_f += elem_t(c, o * (6 + 38 * s1 + 6) + kv * 4 * s1);
 		a_b += elem_t(c, o * (4 + 10 * p->cp + 6) + kv * (4 + 4 * s1 + 10 + 13 * s1 + 8 * p->cp + 6));
 	}
@@ -213,14 +216,19 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 		 * 2E = 28+4E forward; its autograd backward 4E (weight) + E+4 + 16 + 4 + 12 + 12
 		 * (the two paths' gradients summed) + 4+E = 52+6E; two per block, over the
 		 * sequence share SP gives a rank. apply_rotary_emb on q and k: float, the complex
-		 * multiply, type_as = 16+2E each way. repeat_kv materialises K and V at the query
-		 * width when heads > kv heads (read the K/V width, write the query width, and the
-		 * sum back in backward), and the attention's output is copied by .contiguous()
-		 * (models/llama/model.py, models/norms.py at 9dec370) */
+		 * multiply, type_as = 16+2E each way, and the attention's output is copied by
+		 * .contiguous() (models/llama/model.py, models/norms.py at 9dec370) */
 		double qt = qd / t, kt = d->kvd_t;
 		xf += 2 * (28 + 2 * E) * H / d->sp + 16 * (qt + kt) + 2 * E * qt;
 		xb += 2 * (52 + 2 * E) * H / d->sp + (16 - 2 * E) * (qt + kt);
-		if (qt > kt) { xf += 2 * E * (qt + kt); xb += 2 * E * (qt + kt); }
+	}
+	if (d->kva_t > d->kvd_t) {
+		/* repeat_kv expands K and V to the query heads and reshapes them, a copy (read the
+		 * K/V width, write the query width), and sums the gradients back over the repeats
+		 * in backward; compiled, inductor still materialises it, since the attention kernel
+		 * is an opaque op that takes real tensors */
+		xf += 2 * E * (d->kva_t + d->kvd_t);
+		xb += 2 * E * (d->kva_t + d->kvd_t);
 	}
 	if (d->glu_ops) {
 		/* act(gate) then the product: silu reads and writes, the product reads two and
@@ -373,7 +381,7 @@ static void cp_cost(const struct ectx *c, const struct dims *d, const struct com
 	 * [Ring Attention (Liu et al. 2023) §3, Alg. 1; PyTorch _templated_ring_attention waits
 	 * per rotation]: the fixed cost of each of the c−1 steps (launch, handshake) is exposed
 	 * in forward and again in backward; only the transfer hides behind the block */
-	double kv = d->E * 2 * d->T * d->kvd_t, steps = p->cp - 1;
+	double kv = d->E * 2 * d->T * d->kva_t, steps = p->cp - 1;
 	struct span pair = span_nodes(2, c->cp_g.units[0] > 1 ? 2 : 1);
 	double lat = ectx_coll_time(c, COLL_SENDRECV, 1e-9, &pair);
 	double xfer = ectx_coll_time(c, COLL_SENDRECV, kv, &pair) - lat;
@@ -467,7 +475,7 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 	double keep = mult + d->glu_ops;
 	double act = E * T * (H / sp            /* norm 1 input */
 			      + H / sp          /* QKV input (stored sharded under SP) */
-			      + (qd + 2 * kvd_t * t) / t /* q, k, v */
+			      + (qd + 2 * d->kva_t * t) / t /* q, k, v as the attention kernel saves them */
 			      + qd / t          /* attention output = O input */
 			      + 2 * H / sp      /* norm 2 input, MLP input */
 			      ) + (p->flash_attn ? 4.0 * T * m->heads / t /* softmax statistics, fp32 */

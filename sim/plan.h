@@ -125,9 +125,13 @@ struct plan {
 	                              * torchtitan FeedForward), and each op's traffic is priced;
 	                              * 0: one fused kernel that saves gate|up only (Megatron
 	                              * bias_swiglu_impl) */
-	int eager_block;             /* the block's norms, rotary embedding, K/V repetition and output
-	                              * layout copy as separate PyTorch ops (torchtitan uncompiled):
+	int eager_block;             /* the block's norms, rotary embedding and output layout copy
+	                              * as separate PyTorch ops (torchtitan uncompiled):
 	                              * their HBM traffic counted op by op (layer_cost.c) */
+	int kv_repeat;               /* K and V repeated to the query heads before the attention
+	                              * kernel (torchtitan's repeat_kv ahead of SDPA): the copy, the
+	                              * saved K/V, and context parallelism's exchanges and fp32
+	                              * accumulation at the query width */
 	int tp_seq_copies;           /* SP gathers and scatters the sequence dimension of a batch-first
 	                              * tensor through functional collectives that copy the chunks into
 	                              * place with torch.cat (torchtitan's Shard(1)) */

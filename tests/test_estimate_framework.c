@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), PyTorch context parallel's fp32 merges (cp_fp32_merge), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), PyTorch context parallel's fp32 merges (cp_fp32_merge), K and V repeated to the query heads (kv_repeat), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -133,10 +133,8 @@ static void test_glu_eager(const struct model *m8, const struct hw *h)
  * 9dec370): RMSNorm x.float() 2+4, pow 4+4, mean 4, multiply 4+4, type_as 4+2, weight 2+2 =
  * 36 B per element forward, its autograd backward 8 (weight) + 6 (cast) + 16 (multiply) + 4
  * (mean) + 12 (pow) + 12 (the two gradients summed) + 6 (cast) = 64, against a fused 4 and 8;
- * apply_rotary_emb 6 + 8 + 6 = 20 B per element of q and k each way, against 4 and 8;
- * repeat_kv reads K and V (512 wide per rank) and writes them at the query width (2048), and
- * sums them back in backward: 2 x 2 B x (512 + 2048) each way; the output's .contiguous()
- * reads and writes 2048 wide, forward only. 8B at tp 2 without SP (norms over the whole
+ * apply_rotary_emb 6 + 8 + 6 = 20 B per element of q and k each way, against 4 and 8; the
+ * output's .contiguous() reads and writes 2048 wide, forward only (repeat_kv is kv_repeat's). 8B at tp 2 without SP (norms over the whole
  * 4096 width), one micro-batch of 4096 tokens, 32 layers. */
 static void test_eager_block(const struct model *m8, const struct hw *h)
 {
@@ -145,8 +143,8 @@ static void test_eager_block(const struct model *m8, const struct hw *h)
 	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "eager_block", "0"), &p, &e0)) return;
 	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "eager_block", "1"), &p, &e1)) return;
 	double q = 2048, kv = 512, H = 4096;
-	double fwd = 2 * (36 - 4) * H + (20 - 4) * (q + kv) + 4 * (q + kv) + 4 * q;
-	double bwd = 2 * (64 - 8) * H + (20 - 8) * (q + kv) + 4 * (q + kv);
+	double fwd = 2 * (36 - 4) * H + (20 - 4) * (q + kv) + 4 * q;
+	double bwd = 2 * (64 - 8) * H + (20 - 8) * (q + kv);
 	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * (hbm_s(h, 4096 * fwd) + hbm_s(h, 4096 * bwd)), 1e-6,
 		  "eager block: the norms', rotary embedding's and copies' traffic");
 	CHECK_REL(e1.kind[0].act_per_mb_bytes, e0.kind[0].act_per_mb_bytes, 1e-12, "traffic keeps no tensor");
@@ -288,6 +286,40 @@ static void test_cp_fp32_merge(const struct model *m8, const struct hw *h)
 	CHECK(a.step_time_s == b.step_time_s, "without context parallelism there is nothing to merge");
 }
 
+/* torchtitan repeats K and V to the query heads before SDPA (repeat_kv). Llama 3 8B at tp 2:
+ * K and V are 512 wide per rank, the query 2048. Without CP, one micro-batch of 4096 tokens, no
+ * recompute: the copy reads 512 and writes 2048 of each of K and V forward and sums the
+ * gradients back in backward, 2 x 2 B x (512 + 2048) per token each way, 32 layers; the kernel
+ * saves K and V at 2048, 2 x 2 B x (2048 - 512) more per token and layer. With cp 4 and the fp32
+ * merges (test_cp_fp32_merge's count, 115 B per K/V element a layer) the merges run on the
+ * repeated K and V: 2 x 8192 x 4096 elements instead of 2 x 8192 x 1024. */
+static void test_kv_repeat(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate a, b;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "recompute", "none", "kv_repeat", "0"), &p, &a)) return;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "recompute", "none", "kv_repeat", "1"), &p, &b)) return;
+	double copy = 4096.0 * 2 * 2 * (512 + 2048);
+	CHECK_REL(b.step_time_s - a.step_time_s, 32 * 2 * hbm_s(h, copy), 1e-6, "repeat_kv: a copy each way");
+	CHECK_REL(b.kind[0].act_per_mb_bytes - a.kind[0].act_per_mb_bytes, 32 * 4096.0 * 2 * 2 * (2048 - 512), 1e-9,
+		  "the kernel saves the repeated K and V");
+	/* with CP the repeat's copy and the merges over the repeated K and V: compare the merge's
+	 * share with the repeat on and off */
+	struct estimate c, d;
+	const char *cp_off[] = {"gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "0", "kv_repeat", "1", NULL};
+	const char *cp_on[] = {"gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "1", "kv_repeat", "1", NULL};
+	if (run(m8, h, cp_off, &p, &c)) return;
+	if (run(m8, h, cp_on, &p, &d)) return;
+	double o = 8192.0 * 4096, kv = 2 * 8192.0 * 4096;
+	CHECK_REL(d.step_time_s - c.step_time_s, hbm_s(h, 32 * (o * (126 + 50) + kv * (12 + 103))), 1e-9,
+		  "cp 4: the fp32 merges run on the repeated K and V");
+	struct model mha = *m8;
+	mha.kv_heads = mha.heads;
+	if (run(&mha, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "kv_repeat", "0"), &p, &a)) return;
+	if (run(&mha, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "kv_repeat", "1"), &p, &b)) return;
+	CHECK(a.step_time_s == b.step_time_s, "with as many K/V heads as query heads there is nothing to repeat");
+}
+
 /* torch.optim's foreach AdamW makes a pass per op over the states: decay 2, lerp 3, scale 2,
  * addcmul 3, sqrt 2, divide 2, add eps 2, addcdiv 4 = 20 accesses of a state element, 80 B a
  * parameter in fp32 against the fused kernel's 36 B (read w, g, m, v, write w, m, v, and the
@@ -413,6 +445,7 @@ int main(void)
 	test_fsdp_copies(&m8, &h);
 	test_optimizer_impl(&m8, &h);
 	test_cp_fp32_merge(&m8, &h);
+	test_kv_repeat(&m8, &h);
 	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
