@@ -237,6 +237,21 @@ static void elementwise_time(const struct ectx *c, const struct dims *d, struct 
 		xf += 2 * E * fw;
 		xb += 2 * E * fw;
 	}
+	if (c->p->qkv_copies) {
+		/* nanotron's CausalSelfAttention (models/llama.py @67c5ebb6): the sequence-first QKV
+		 * output is made batch-first per head by .contiguous() (one permute of q, k and v
+		 * with as many K/V heads as query heads, a transpose of each otherwise), then K and V
+		 * are stacked by torch.cat and permuted by another .contiguous() into the packed
+		 * layout of flash-attn's rotary kernel: a read and a write of q + 2 kv, then twice of
+		 * 2 kv, per token. With more than one sequence the output, transposed back to
+		 * sequence-first, is copied by the O projection's reshape. Backward copies each
+		 * gradient back once (the stack of the q, k, v gradients, the reshapes before the
+		 * GEMMs) */
+		double qkv = qd / t + 2 * d->kvd_t, kv = 2 * d->kvd_t;
+		double x = 2 * E * (qkv + 2 * kv) + (c->p->mbs > 1 ? 2 * E * qd / t : 0);
+		xf += x;
+		xb += x;
+	}
 	if (c->p->tp_seq_copies && d->sp > 1) {
 		/* SP's collectives on the sequence dimension of a batch-first [b, s, h] tensor go
 		 * through PyTorch's functional collectives, which gather into dimension 0 and then
@@ -475,7 +490,7 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 	double keep = mult + d->glu_ops;
 	double act = E * T * (H / sp            /* norm 1 input */
 			      + H / sp          /* QKV input (stored sharded under SP) */
-			      + (qd + 2 * d->kva_t * t) / t /* q, k, v as the attention kernel saves them */
+			      + qd / t + 2 * d->kva_t /* q, k, v as the attention kernel saves them */
 			      + qd / t          /* attention output = O input */
 			      + 2 * H / sp      /* norm 2 input, MLP input */
 			      ) + (p->flash_attn ? 4.0 * T * m->heads / t /* softmax statistics, fp32 */

@@ -132,6 +132,9 @@ struct plan {
 	                              * kernel (torchtitan's repeat_kv ahead of SDPA): the copy, the
 	                              * saved K/V, and context parallelism's exchanges and fp32
 	                              * accumulation at the query width */
+	int qkv_copies;              /* the attention block's layout copies around its kernels:
+	                              * the fused QKV output permuted into per-head tensors and K/V
+	                              * packed for the rotary kernel (nanotron's CausalSelfAttention) */
 	int tp_seq_copies;           /* SP gathers and scatters the sequence dimension of a batch-first
 	                              * tensor through functional collectives that copy the chunks into
 	                              * place with torch.cat (torchtitan's Shard(1)) */

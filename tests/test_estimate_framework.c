@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), PyTorch context parallel's fp32 merges (cp_fp32_merge), K and V repeated to the query heads (kv_repeat), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), PyTorch context parallel's fp32 merges (cp_fp32_merge), K and V repeated to the query heads (kv_repeat), nanotron's attention layout copies (qkv_copies), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -320,6 +320,24 @@ static void test_kv_repeat(const struct model *m8, const struct hw *h)
 	CHECK(a.step_time_s == b.step_time_s, "with as many K/V heads as query heads there is nothing to repeat");
 }
 
+/* nanotron's attention block copies its tensors into the kernels' layouts. Llama 3 8B at tp 2:
+ * q 2048 and K/V 512 wide per rank. The QKV permute reads and writes 2048 + 2 x 512, the K/V
+ * stack and its permute 2 x 512 each: 2 B x 2 x (3072 + 2 x 1024) = 20,480 B per token forward,
+ * as much backward, 32 layers of 4096 tokens. With two sequences of 4096 the O projection's
+ * input is copied too: 2 B x 2 x 2048 more per token each way. */
+static void test_qkv_copies(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate a, b;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "qkv_copies", "0"), &p, &a)) return;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "qkv_copies", "1"), &p, &b)) return;
+	CHECK_REL(b.step_time_s - a.step_time_s, 32 * 2 * hbm_s(h, 4096.0 * 20480), 1e-6, "the QKV permute and the K/V packing, each way");
+	CHECK_REL(b.kind[0].act_per_mb_bytes, a.kind[0].act_per_mb_bytes, 1e-12, "the copies keep no tensor");
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "2", "mbs", "2", "qkv_copies", "0"), &p, &a)) return;
+	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "2", "mbs", "2", "qkv_copies", "1"), &p, &b)) return;
+	CHECK_REL(b.step_time_s - a.step_time_s, 32 * 2 * hbm_s(h, 8192.0 * (20480 + 8192)), 1e-6, "two sequences: the output's copy as well");
+}
+
 /* torch.optim's foreach AdamW makes a pass per op over the states: decay 2, lerp 3, scale 2,
  * addcmul 3, sqrt 2, divide 2, add eps 2, addcdiv 4 = 20 accesses of a state element, 80 B a
  * parameter in fp32 against the fused kernel's 36 B (read w, g, m, v, write w, m, v, and the
@@ -446,6 +464,7 @@ int main(void)
 	test_optimizer_impl(&m8, &h);
 	test_cp_fp32_merge(&m8, &h);
 	test_kv_repeat(&m8, &h);
+	test_qkv_copies(&m8, &h);
 	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
