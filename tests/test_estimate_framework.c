@@ -303,15 +303,12 @@ static void test_kv_repeat(const struct model *m8, const struct hw *h)
 	CHECK_REL(b.step_time_s - a.step_time_s, 32 * 2 * hbm_s(h, copy), 1e-6, "repeat_kv: a copy each way");
 	CHECK_REL(b.kind[0].act_per_mb_bytes - a.kind[0].act_per_mb_bytes, 32 * 4096.0 * 2 * 2 * (2048 - 512), 1e-9,
 		  "the kernel saves the repeated K and V");
-	/* with CP the repeat's copy and the merges over the repeated K and V: compare the merge's
-	 * share with the repeat on and off */
-	struct estimate c, d;
-	const char *cp_off[] = {"gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "0", "kv_repeat", "1", NULL};
-	const char *cp_on[] = {"gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "1", "kv_repeat", "1", NULL};
-	if (run(m8, h, cp_off, &p, &c)) return;
-	if (run(m8, h, cp_on, &p, &d)) return;
+	/* with CP and the repeat on, the fp32 merges on and off: their bytes are counted over the
+	 * repeated K and V */
+	if (run(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "0", "kv_repeat", "1"), &p, &a)) return;
+	if (run(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "1", "kv_repeat", "1"), &p, &b)) return;
 	double o = 8192.0 * 4096, kv = 2 * 8192.0 * 4096;
-	CHECK_REL(d.step_time_s - c.step_time_s, hbm_s(h, 32 * (o * (126 + 50) + kv * (12 + 103))), 1e-9,
+	CHECK_REL(b.step_time_s - a.step_time_s, hbm_s(h, 32 * (o * (126 + 50) + kv * (12 + 103))), 1e-9,
 		  "cp 4: the fp32 merges run on the repeated K and V");
 	struct model mha = *m8;
 	mha.kv_heads = mha.heads;
