@@ -579,7 +579,16 @@ static void rank_memory(const struct ectx *c, int r, const struct rank_work *w, 
 	 * every micro-batch; accumulated over the step (Megatron's buffer) they are whole */
 	int grads_sharded = p->zero >= 3 || (p->zero == 2 && p->reduce_per_mb);
 	k->params = w->params;
-	k->weights_bytes = weight_bytes(p) * (p->zero >= 3 ? shard : w->params);
+	double wb = weight_bytes(p);
+	if (p->shard_master && p->zero >= 3 && ob == 12) {
+		/* PyTorch FSDP keeps no 16-bit shard: the sharded parameter is the fp32 master the
+		 * optimizer steps, cast to the param dtype only into each all-gather's input (FSDP2's
+		 * foreach_all_gather; FSDP1's _mp_shard, freed after the all-gather); the 16-bit
+		 * parameters exist unsharded, in the gathered blocks counted below */
+		wb += 4 - 2;
+		ob = 8;
+	}
+	k->weights_bytes = wb * (p->zero >= 3 ? shard : w->params);
 	k->grads_bytes = gb * (grads_sharded ? shard : w->params);
 	/* torch DDP allocates a flat bucket for every parameter's gradient at construction, in the
 	 * parameters' dtype, and copies .grad into it unless gradient_as_bucket_view is set

@@ -95,6 +95,8 @@ struct plan {
 	int tp_regather;             /* SP: the column-parallel layers keep their input sharded and
 	                              * all-gather it again in backward (Megatron, TE, nanotron);
 	                              * 0: the gathered input is saved (torchtitan's DTensor SP) */
+	int shard_master;            /* ZeRO-3's shard is the fp32 parameter the optimizer steps: no
+	                              * 16-bit copy at rest (PyTorch FSDP1 and FSDP2) */
 	int fsdp_copies;             /* ZeRO-2/3 through FSDP2: each gathered parameter is copied out
 	                              * of the flat all-gather buffer and each unsharded gradient into
 	                              * the reduce-scatter buffer, cast to the reduce dtype, on the

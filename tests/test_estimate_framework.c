@@ -1,7 +1,7 @@
 /* What the framework-behaviour keys of a plan cost, each against an independent count: the
  * accumulation pass after every micro-batch's backward (grad_accum_pass), torch DDP's gradient
  * buckets (ddp_buckets), bf16 model states (bf16_states), SP's backward re-gather
- * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), PyTorch context parallel's fp32 merges (cp_fp32_merge), K and V repeated to the query heads (kv_repeat), nanotron's attention layout copies (qkv_copies), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
+ * (tp_regather), an eager SwiGLU (glu_eager), an uncompiled torchtitan block (eager_block), SP's reordering copies on a batch-first layout (tp_seq_copies), cuDNN's fused attention (attn_cudnn), the loss's implementation and its bytes per logit (loss, loss_bytes), the allocator giving its free pages back under pressure (expandable segments), host-side copies of ZeRO-0/1 syncs (dp_host_copies), FSDP2's copies around its collectives (fsdp_copies), PyTorch FSDP's fp32 shard without a 16-bit copy (shard_master), PyTorch context parallel's fp32 merges (cp_fp32_merge), K and V repeated to the query heads (kv_repeat), nanotron's attention layout copies (qkv_copies), torch.optim's foreach Adam (optimizer), ZeRO-3 fetching module by module (zero3_live_params) and the pipeline's receive buffers (pp_recv). The frameworks that set them say why in profiles/frameworks. */
 #include "tests/estimate_check.h"
 
 /* An accumulation pass after each micro-batch's backward (nanotron) reads the 16-bit gradient
@@ -261,6 +261,30 @@ static void test_fsdp_copies(const struct model *m8, const struct hw *h)
 	}
 }
 
+/* PyTorch FSDP's shard is the fp32 parameter the optimizer steps, with no 16-bit copy at rest:
+ * under ZeRO-3 over 8 ranks a rank holds 4 (fp32 parameter) + 4 (fp32 gradient) + 8 (Adam m, v)
+ * = 16 B per parameter / 8, against DeepSpeed's 2 (bf16 partition) + 4 + 12 (fp32 master, m,
+ * v) = 18 [ZERO §3.1]. ZeRO-2 keeps the unsharded bf16 parameters from forward to backward
+ * either way, and a bf16-built model has no master to drop. */
+static void test_shard_master(const struct model *m8, const struct hw *h)
+{
+	struct plan p;
+	struct estimate a, b;
+	const char *z[] = {"3", "2", "3"}, *bf[] = {"0", "0", "1"};
+	for (int i = 0; i < 3; i++) {
+		if (run(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "8", "fp32_grads", "1", "bf16_states", bf[i], "shard_master", "0"), &p, &a)) return;
+		if (run(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "8", "fp32_grads", "1", "bf16_states", bf[i], "shard_master", "1"), &p, &b)) return;
+		double n = a.kind[0].params;
+		if (i == 0) {
+			CHECK_REL(states(&a.kind[0]), 18 * n / 8, 1e-12, "ZeRO-3, 16-bit partition: 18 B per parameter / 8");
+			CHECK_REL(states(&b.kind[0]), 16 * n / 8, 1e-12, "ZeRO-3, fp32 shard only: 16 B per parameter / 8");
+			CHECK(a.live_peak_bytes - b.live_peak_bytes > 0, "the shard that is not there is not live");
+		} else {
+			CHECK_REL(states(&b.kind[0]), states(&a.kind[0]), 1e-12, i == 1 ? "ZeRO-2: the same states" : "bf16 states: no master to drop");
+		}
+	}
+}
+
 /* PyTorch's context parallel merges each ring step in fp32 beside the flash kernels
  * (torch/distributed/tensor/experimental/_attention.py). Llama 3 8B, cp 4 on 4 GPUs, one
  * sequence of 32768 tokens: a rank holds 8192 tokens, its attention output O is 8192 x 4096
@@ -462,6 +486,7 @@ int main(void)
 	test_cp_fp32_merge(&m8, &h);
 	test_kv_repeat(&m8, &h);
 	test_qkv_copies(&m8, &h);
+	test_shard_master(&m8, &h);
 	test_expandable_release(&m8, &h);
 	test_dp_host_copies(&m8, &h);
 	test_zero3_live(&h);
