@@ -322,6 +322,38 @@ expect_err_line "expected key=value"
 expect_rc 2 "$SP" validate "$TMP/small.tsv" --set tp=-3
 expect_err_line "tp"
 
+# --- model states against a measurement: nanotron's benchmark logs torch.cuda.max_memory_allocated
+# after logging.py's log_memory reset the peak at the end of the forward/backward of the logged
+# step (trainer.py training_step, 67c5ebb6), so the Playbook's "max allocated" is the peak of the
+# optimizer phase: the model states plus the optimizer step's own temporaries, never below the
+# states. Four of its ZeRO-0 rows (Llama-style 8B MHA, mb 1), copied from
+# shared/validation/playbook_8b.tsv with their measured GiB: tp 4 / 8 / 16 on one stage, and
+# tp 1 on 16 stages, whose first rank the states match only with nanotron's own layer split
+# (pp_split cost, models/base.py build_model), not with an even one.
+PB=("Ultra-Scale Playbook sweep" nanotron "Llama-style 8B (MHA)" 32 4096 14336 32 32 128 131072 0 rmsnorm swiglu 0 0 0 0 0 4096 256 1 h100-sxm 8)
+{
+	echo "# rows of shared/validation/playbook_8b.tsv, format: shared/validation/FORMAT.md"
+	tsv_row "${HEADER[@]}"
+	tsv_row PBS1726 "${PB[@]}" 16 4 1 4 1 1 1 1 0 none none bf16 ok 6214.94 "" 51.47 reserved "" "" "" high "max allocated 41.41 GiB"
+	tsv_row PBS1662 "${PB[@]}" 8 8 1 1 1 1 1 1 0 none none bf16 ok 3616.16 "" 24.39 reserved "" "" "" high "max allocated 18.73 GiB"
+	tsv_row PBS2173 "${PB[@]}" 128 16 1 8 1 1 1 1 0 none none bf16 ok 914.74 "" 14.08 reserved "" "" "" high "max allocated 10.48 GiB"
+	tsv_row PBS1733 "${PB[@]}" 16 1 16 1 1 1 1 1 0 none 1f1b bf16 ok 5425.89 "" 60.35 reserved "" "" "" high "max allocated 21.30 GiB"
+} >"$TMP/pbstates.tsv"
+cat >"$TMP/states.py" <<'PY'
+import json, sys
+meas = {"PBS1726": 41.41, "PBS1662": 18.73, "PBS2173": 10.48, "PBS1733": 21.30}
+out = ["%s %.2f GiB against %.2f" % (r["id"], r["pred_mem_parts_gib"]["static"], meas[r["id"]])
+       for r in json.load(open(sys.argv[1]))["results"]
+       if not meas[r["id"]] / 1.05 <= r["pred_mem_parts_gib"]["static"] <= meas[r["id"]]]
+print("; ".join(out))
+sys.exit(1 if out else 0)
+PY
+expect_rc 0 "$SP" validate "$TMP/pbstates.tsv" --json --set pp_split=cost
+if out=$(python3 "$TMP/states.py" "$TMP/out" 2>&1); then ok; else bad "nanotron's model states (its layer split) against the measured optimizer-phase peaks: $out"; fi
+expect_rc 0 "$SP" validate "$TMP/pbstates.tsv" --json --set pp_split=balanced
+if python3 -c 'import json,sys; r={x["id"]:x for x in json.load(open(sys.argv[1]))["results"]}; sys.exit(0 if r["PBS1733"]["pred_mem_parts_gib"]["static"] < 21.30 / 1.1 else 1)' "$TMP/out"
+then ok; else bad "an even split should leave rank 0 of the 16-stage row well below its measured states"; fi
+
 # --- the published calibration file: the copy in tests/data (FORMAT.md rows from public
 # sources), and the shared one when shared/ sits next to the repository. Sanity bounds only;
 # the accuracy itself is a benchmark figure (scripts/calibrate.py), not a test.
