@@ -41,18 +41,33 @@ static inline void ideal_copy(struct hw *h, const struct hw *h0, double X)
 static inline double ar_time_s(double bytes, int n, double X) { return bytes * 2.0 * (n - 1) / n / X; }
 
 /* Resolves, validates and estimates a plan given as key/value pairs (NULL-terminated). */
-static inline int run(const struct model *m, const struct hw *h, const char *const *kv, struct plan *p,
-	       struct estimate *e)
+/* the plan of kv (key, value pairs), then key = value when key is not NULL, estimated */
+static inline int run_with(const struct model *m, const struct hw *h, const char *const *kv, const char *key,
+			   const char *value, struct plan *p, struct estimate *e)
 {
 	char err[ERR_LEN] = "";
 	plan_defaults(p);
 	int rc = 0;
 	for (; kv[0] && !rc; kv += 2) rc = plan_set(p, kv[0], kv[1], err);
+	if (!rc && key) rc = plan_set(p, key, value, err);
 	if (!rc) rc = plan_resolve(p, m, h, err);
 	if (!rc) rc = plan_validate(p, m, h, err);
 	if (!rc) rc = estimate_plan(m, h, p, e, err);
 	CHECK(rc == 0, "plan rejected: %s", err);
 	return rc;
+}
+
+static inline int run(const struct model *m, const struct hw *h, const char *const *kv, struct plan *p,
+		      struct estimate *e)
+{
+	return run_with(m, h, kv, NULL, NULL, p, e);
+}
+
+/* the same plan with a boolean key off (into off) and on (into on) */
+static inline int run_off_on(const struct model *m, const struct hw *h, const char *const *kv, const char *key,
+			     struct plan *p, struct estimate *off, struct estimate *on)
+{
+	return run_with(m, h, kv, key, "0", p, off) || run_with(m, h, kv, key, "1", p, on);
 }
 #define KV(...) ((const char *const[]){__VA_ARGS__, NULL})
 

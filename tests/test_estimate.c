@@ -533,8 +533,7 @@ static void test_tp_overlap(const struct model *gpt3, const struct hw *h0)
 	ideal_copy(&h, h0, X);
 	struct plan p;
 	struct estimate e0, e1;
-	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "overlap_tp_comm", "0"), &p, &e0)) return;
-	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "overlap_tp_comm", "1"), &p, &e1)) return;
+	if (run_off_on(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1"), "overlap_tp_comm", &p, &e0, &e1)) return;
 	/* the collectives outside the blocks (embedding, head, loss) are not chunked */
 	double out = tp_outside_blocks_s(1, 2048, gpt3->hidden, 8, X);
 	double s = h.overlap_slowdown;

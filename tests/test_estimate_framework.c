@@ -17,8 +17,7 @@ static void test_grad_accum_pass(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate e0, e1;
-	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "grad_accum_pass", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "grad_accum_pass", "1"), &p, &e1)) return;
+	if (run_off_on(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1"), "grad_accum_pass", &p, &e0, &e1)) return;
 	double want = 16 * e0.kind[0].params * 10.0 / (h->hbm_bw_bps * h->mem_eff);
 	CHECK_REL(e1.step_time_s - e0.step_time_s, want, 1e-9, "accumulation pass: 16 x 10 B x params / HBM");
 	const struct rank_est *k = &e1.kind[0];
@@ -36,12 +35,10 @@ static void test_ddp_buckets(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate e0, e1, s0, s1;
-	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "ddp_buckets", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1", "ddp_buckets", "1"), &p, &e1)) return;
+	if (run_off_on(m8, h, KV("gpus", "8", "tp", "2", "seq", "4096", "gbs", "64", "zero", "1"), "ddp_buckets", &p, &e0, &e1)) return;
 	CHECK_REL(e1.kind[0].grads_bytes - e0.kind[0].grads_bytes, 2 * e0.kind[0].params, 1e-12, "DDP buckets: 2 B x params");
 	CHECK_REL(e1.peak_mem_bytes - e0.peak_mem_bytes, 2 * e0.kind[0].params, 1e-12, "DDP buckets count once in the peak (allocated once, no fragmentation)");
-	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64", "ddp_buckets", "0"), &p, &s0)) return;
-	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64", "ddp_buckets", "1"), &p, &s1)) return;
+	if (run_off_on(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "64"), "ddp_buckets", &p, &s0, &s1)) return;
 	CHECK(s0.peak_mem_bytes == s1.peak_mem_bytes, "no DDP at dp 1");
 }
 
@@ -52,8 +49,7 @@ static void test_bf16_states(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate a, b;
-	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "bf16_states", "0"), &p, &a)) return;
-	if (run(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8", "bf16_states", "1"), &p, &b)) return;
+	if (run_off_on(m8, h, KV("gpus", "8", "tp", "8", "seq", "4096", "gbs", "8"), "bf16_states", &p, &a, &b)) return;
 	double n = a.kind[0].params;
 	CHECK_REL(states(&a.kind[0]), 18 * n, 1e-12, "fp32 master and moments: 18 B per parameter");
 	CHECK_REL(states(&b.kind[0]), 8 * n, 1e-12, "bf16 weights, gradients and moments: 8 B per parameter");
@@ -76,8 +72,7 @@ static void test_tp_regather(const struct model *m8, const struct hw *h0)
 	ideal_copy(&h, h0, X);
 	struct plan p;
 	struct estimate e0, e1;
-	if (run(m8, &h, KV("gpus", "8", "tp", "8", "sp", "1", "seq", "8192", "mbs", "4", "gbs", "4", "tp_regather", "0"), &p, &e0)) return;
-	if (run(m8, &h, KV("gpus", "8", "tp", "8", "sp", "1", "seq", "8192", "mbs", "4", "gbs", "4", "tp_regather", "1"), &p, &e1)) return;
+	if (run_off_on(m8, &h, KV("gpus", "8", "tp", "8", "sp", "1", "seq", "8192", "mbs", "4", "gbs", "4"), "tp_regather", &p, &e0, &e1)) return;
 	double S = 2.0 * 4 * 8192 * m8->hidden, L = m8->layers;
 	CHECK_REL(e1.kind[0].tp_comm_s - e0.kind[0].tp_comm_s, (2 * L + 1) * S * 7 / 8 / X, 1e-9,
 		  "SP re-gather: 2 all-gathers of b*s*h per layer in backward, 1 for the head");
@@ -121,8 +116,7 @@ static void test_glu_eager(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate e0, e1;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "glu_eager", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "glu_eager", "1"), &p, &e1)) return;
+	if (run_off_on(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1"), "glu_eager", &p, &e0, &e1)) return;
 	CHECK_REL(e1.kind[0].act_per_mb_bytes - e0.kind[0].act_per_mb_bytes, 32 * 4096.0 * 2 * 14336 / 2, 1e-9,
 		  "eager SwiGLU: act(gate) kept, 2 B x tokens x intermediate / tp per layer");
 	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * hbm_s(h, 2 * 4096.0 * 4 * 14336 / 2), 1e-6,
@@ -140,8 +134,7 @@ static void test_eager_block(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate e0, e1;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "eager_block", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "eager_block", "1"), &p, &e1)) return;
+	if (run_off_on(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1"), "eager_block", &p, &e0, &e1)) return;
 	double q = 2048, kv = 512, H = 4096;
 	double fwd = 2 * (36 - 4) * H + (20 - 4) * (q + kv) + 4 * q;
 	double bwd = 2 * (64 - 8) * H + (20 - 8) * (q + kv);
@@ -162,16 +155,13 @@ static void test_tp_seq_copies(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate e0, e1;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "tp_seq_copies", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "tp_seq_copies", "1"), &p, &e1)) return;
+	if (run_off_on(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1"), "tp_seq_copies", &p, &e0, &e1)) return;
 	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * 2 * hbm_s(h, 4096.0 * 16 * 4096), 1e-6,
 		  "SP on the sequence dim: a copy of the gathered tensor per collective");
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "precision", "fp8", "fp8_impl", "torchao", "tp_seq_copies", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "precision", "fp8", "fp8_impl", "torchao", "tp_seq_copies", "1"), &p, &e1)) return;
+	if (run_off_on(m8, h, KV("gpus", "2", "tp", "2", "sp", "1", "seq", "4096", "gbs", "1", "precision", "fp8", "fp8_impl", "torchao"), "tp_seq_copies", &p, &e0, &e1)) return;
 	CHECK_REL(e1.step_time_s - e0.step_time_s, 32 * (hbm_s(h, 4096.0 * 12 * 4096) + hbm_s(h, 4096.0 * 16 * 4096)), 1e-6,
 		  "FP8 (torchao): the forward gathers copy 1-byte inputs");
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "tp_seq_copies", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "tp_seq_copies", "1"), &p, &e1)) return;
+	if (run_off_on(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1"), "tp_seq_copies", &p, &e0, &e1)) return;
 	CHECK_REL(e1.step_time_s, e0.step_time_s, 1e-12, "without SP nothing is reordered");
 }
 
@@ -185,8 +175,7 @@ static void test_attn_cudnn(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate e0, e1, a0, a1;
-	if (run(m8, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "attn_cudnn", "0"), &p, &e0)) return;
-	if (run(m8, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "attn_cudnn", "1"), &p, &e1)) return;
+	if (run_off_on(m8, h, KV("gpus", "1", "seq", "4096", "gbs", "1"), "attn_cudnn", &p, &e0, &e1)) return;
 	double fwd = 2.0 * 32 * 4096 * 2048 * 256;
 	double want = 32 * fwd * (1 + 2.5 / 0.75) * (1 / h->attn_eff - 1 / h->attn_eff_cudnn) / h->peak_bf16_flops;
 	CHECK(h->attn_eff_cudnn > h->attn_eff, "h100-sxm has a cuDNN attention figure above FlashAttention-2's");
@@ -194,8 +183,7 @@ static void test_attn_cudnn(const struct model *m8, const struct hw *h)
 	struct hw a;
 	char err[ERR_LEN] = "";
 	if (hw_load("a100-sxm-80g", &a, err)) { CHECK(0, "a100-sxm-80g: %s", err); return; }
-	if (run(m8, &a, KV("gpus", "1", "seq", "4096", "gbs", "1", "attn_cudnn", "0"), &p, &a0)) return;
-	if (run(m8, &a, KV("gpus", "1", "seq", "4096", "gbs", "1", "attn_cudnn", "1"), &p, &a1)) return;
+	if (run_off_on(m8, &a, KV("gpus", "1", "seq", "4096", "gbs", "1"), "attn_cudnn", &p, &a0, &a1)) return;
 	CHECK(a0.step_time_s == a1.step_time_s, "no attn_eff_cudnn in the profile: FlashAttention-2's rate");
 }
 
@@ -251,8 +239,7 @@ static void test_fsdp_copies(const struct model *m8, const struct hw *h)
 	const char *what[] = {"ZeRO-3: 2 micro-batches x (2 gathers x 4 B + 6 B)", "ZeRO-2: one gather, 2 reductions", ""};
 	double want_b[] = {2 * 14, 4 + 2 * 6};
 	for (int i = 0; i < 3; i++) {
-		if (run(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "16", "reduce_per_mb", "1", "fsdp_copies", "0"), &p, &a)) return;
-		if (run(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "16", "reduce_per_mb", "1", "fsdp_copies", "1"), &p, &b)) return;
+		if (run_off_on(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "16", "reduce_per_mb", "1"), "fsdp_copies", &p, &a, &b)) return;
 		if (i == 2) {
 			CHECK(a.step_time_s == b.step_time_s, "ZeRO-1 does not run through FSDP2: no copies");
 			break;
@@ -272,8 +259,7 @@ static void test_shard_master(const struct model *m8, const struct hw *h)
 	struct estimate a, b;
 	const char *z[] = {"3", "2", "3"}, *bf[] = {"0", "0", "1"};
 	for (int i = 0; i < 3; i++) {
-		if (run(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "8", "fp32_grads", "1", "bf16_states", bf[i], "shard_master", "0"), &p, &a)) return;
-		if (run(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "8", "fp32_grads", "1", "bf16_states", bf[i], "shard_master", "1"), &p, &b)) return;
+		if (run_off_on(m8, h, KV("gpus", "8", "zero", z[i], "seq", "4096", "gbs", "8", "fp32_grads", "1", "bf16_states", bf[i]), "shard_master", &p, &a, &b)) return;
 		double n = a.kind[0].params;
 		if (i == 0) {
 			CHECK_REL(states(&a.kind[0]), 18 * n / 8, 1e-12, "ZeRO-3, 16-bit partition: 18 B per parameter / 8");
@@ -299,14 +285,12 @@ static void test_cp_fp32_merge(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate a, b;
-	if (run(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "0"), &p, &a)) return;
-	if (run(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "1"), &p, &b)) return;
+	if (run_off_on(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none"), "cp_fp32_merge", &p, &a, &b)) return;
 	double o = 8192.0 * 4096, kv = 2 * 8192.0 * 1024;
 	double bytes = 32 * (o * (126 + 50) + kv * (12 + 103));
 	CHECK_REL(b.step_time_s - a.step_time_s, bytes / (h->hbm_bw_bps * h->mem_eff), 1e-9,
 		  "cp 4: 176 B per output element and 115 per K/V element a layer");
-	if (run(m8, h, KV("gpus", "4", "seq", "8192", "gbs", "4", "cp_fp32_merge", "0"), &p, &a)) return;
-	if (run(m8, h, KV("gpus", "4", "seq", "8192", "gbs", "4", "cp_fp32_merge", "1"), &p, &b)) return;
+	if (run_off_on(m8, h, KV("gpus", "4", "seq", "8192", "gbs", "4"), "cp_fp32_merge", &p, &a, &b)) return;
 	CHECK(a.step_time_s == b.step_time_s, "without context parallelism there is nothing to merge");
 }
 
@@ -321,8 +305,7 @@ static void test_kv_repeat(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate a, b;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "recompute", "none", "kv_repeat", "0"), &p, &a)) return;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "recompute", "none", "kv_repeat", "1"), &p, &b)) return;
+	if (run_off_on(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "recompute", "none"), "kv_repeat", &p, &a, &b)) return;
 	double copy = 4096.0 * 2 * 2 * (512 + 2048);
 	CHECK_REL(b.step_time_s - a.step_time_s, 32 * 2 * hbm_s(h, copy), 1e-6, "repeat_kv: a copy each way");
 	CHECK_REL(b.kind[0].act_per_mb_bytes - a.kind[0].act_per_mb_bytes, 32 * 4096.0 * 2 * 2 * (2048 - 512), 1e-9,
@@ -336,8 +319,7 @@ static void test_kv_repeat(const struct model *m8, const struct hw *h)
 		  "cp 4: the fp32 merges run on the repeated K and V");
 	struct model mha = *m8;
 	mha.kv_heads = mha.heads;
-	if (run(&mha, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "kv_repeat", "0"), &p, &a)) return;
-	if (run(&mha, h, KV("gpus", "1", "seq", "4096", "gbs", "1", "kv_repeat", "1"), &p, &b)) return;
+	if (run_off_on(&mha, h, KV("gpus", "1", "seq", "4096", "gbs", "1"), "kv_repeat", &p, &a, &b)) return;
 	CHECK(a.step_time_s == b.step_time_s, "with as many K/V heads as query heads there is nothing to repeat");
 }
 
@@ -350,12 +332,10 @@ static void test_qkv_copies(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
 	struct estimate a, b;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "qkv_copies", "0"), &p, &a)) return;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1", "qkv_copies", "1"), &p, &b)) return;
+	if (run_off_on(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "1"), "qkv_copies", &p, &a, &b)) return;
 	CHECK_REL(b.step_time_s - a.step_time_s, 32 * 2 * hbm_s(h, 4096.0 * 20480), 1e-6, "the QKV permute and the K/V packing, each way");
 	CHECK_REL(b.kind[0].act_per_mb_bytes, a.kind[0].act_per_mb_bytes, 1e-12, "the copies keep no tensor");
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "2", "mbs", "2", "qkv_copies", "0"), &p, &a)) return;
-	if (run(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "2", "mbs", "2", "qkv_copies", "1"), &p, &b)) return;
+	if (run_off_on(m8, h, KV("gpus", "2", "tp", "2", "seq", "4096", "gbs", "2", "mbs", "2"), "qkv_copies", &p, &a, &b)) return;
 	CHECK_REL(b.step_time_s - a.step_time_s, 32 * 2 * hbm_s(h, 8192.0 * (20480 + 8192)), 1e-6, "two sequences: the output's copy as well");
 }
 
