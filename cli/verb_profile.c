@@ -206,6 +206,10 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 			add_num(tier, "busbw_gbps", ft->busbw_bps / 1e9, "%.4g");
 			if (ft->nvls_busbw_bps > 0) add_num(tier, "nvls_busbw_gbps", ft->nvls_busbw_bps / 1e9, "%.4g");
 			if (ft->oversub > 1) add_num(tier, "oversubscription", ft->oversub, "%.4g");
+			if (ft->has_hop) { /* the fabric's own per-hop latency goes with its tier */
+				cJSON *hop = cJSON_AddArrayToObject(tier, "hop_us");
+				for (int p = 0; p < PROTO_COUNT; p++) cJSON_AddItemToArray(hop, cJSON_CreateNumber(ft->hop_s[p] * 1e6));
+			}
 		} else {
 			int last = i == ntiers - 1;
 			cJSON_AddStringToObject(tier, "name", i ? "network" : dev ? "node" : "shared-memory");

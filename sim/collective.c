@@ -46,13 +46,14 @@ void coll_bandwidths(const struct hw *h, const struct span *g, double *nvl_bps, 
 /* One (algorithm, protocol) NCCL offers: base + hops, then the traffic at the protocol's
  * share of the bandwidth, as a line in the message size; nothing when NCCL does not offer the
  * pair. traffic_per_byte: seconds per byte of the message at the full bandwidth. */
-static void offer(struct coll_fit *f, const struct coll_lib *L, int algo, int a, int p, double hops_nvl,
-		  double hops_net, double traffic_per_byte, double fixed)
+static void offer(struct coll_fit *f, const struct coll_lib *L, const double *net_hop, int algo, int a, int p,
+		  double hops_nvl, double hops_net, double traffic_per_byte, double fixed)
 {
 	if (L->base_s[a][p] < 0 || L->hop_nvl_s[a][p] < 0 || L->hop_net_s[a][p] < 0) return;
 	int i = f->n++;
 	f->algo[i] = (signed char)algo;
-	f->base[i] = L->base_s[a][p] + hops_nvl * L->hop_nvl_s[a][p] + hops_net * L->hop_net_s[a][p] + fixed;
+	double hop = net_hop ? net_hop[p] : L->hop_net_s[a][p];
+	f->base[i] = L->base_s[a][p] + hops_nvl * L->hop_nvl_s[a][p] + hops_net * hop + fixed;
 	f->per_byte[i] = traffic_per_byte / L->bw_frac[p];
 }
 
@@ -67,19 +68,24 @@ void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct
 	f->table = h->tables.present && g->units[0] <= 1;
 	if (n <= 1) return;
 	const struct coll_lib *L = &h->lib;
+	/* the steps of a ring or tree run in lockstep, so each network step takes the latency of
+	 * the highest tier the group spans, where that tier states its own */
+	const double *nh = NULL;
+	for (int t = 1; t < h->ntiers && g->units[t - 1] > 1; t++)
+		nh = h->tier[t].has_hop ? h->tier[t].hop_s : NULL;
 	int k = g->units[0] < n ? g->units[0] : n;
 	double ppn = (double)n / k, fb = coll_busbw_factor(c, n), nvl, net;
 	coll_bandwidths(h, g, &nvl, &net);
 	if (c == COLL_SENDRECV) { /* one hop, ring latency; Simple/LL128/LL by size */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			offer(f, L, ALGO_P2P, ALGO_RING, p, k == 1, k > 1, 1 / (k > 1 ? net : nvl), 0);
+			offer(f, L, nh, ALGO_P2P, ALGO_RING, p, k == 1, k > 1, 1 / (k > 1 ? net : nvl), 0);
 		return;
 	}
 	if (c == COLL_ALLTOALL) {
 		/* no ring: every byte for another node crosses a NIC, the rest NVLink, all at once;
 		 * one hop of latency per peer class */
 		double t = k > 1 ? fmax(fb * (k - 1) / k / net, fb / k / nvl) : fb / nvl;
-		for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, ALGO_P2P, ALGO_RING, p, 1, k > 1, t, 0);
+		for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, nh, ALGO_P2P, ALGO_RING, p, 1, k > 1, t, 0);
 		return;
 	}
 	/* ring: (n−1) steps per phase, all-reduce has two phases; (k−1) of each phase's steps
@@ -90,16 +96,16 @@ void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct
 	double ph = c == COLL_ALLREDUCE ? 2 : 1, steps = ph * (n - 1), net_steps = ph * (k - 1);
 	double share = k > 1 ? (double)k / n : 0;
 	double ring = k > 1 ? fb * fmax(share / net, ppn > 1 ? (1 - share) / nvl : 0) : fb / nvl;
-	for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, ALGO_RING, ALGO_RING, p, steps - net_steps, net_steps, ring, 0);
+	for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, nh, ALGO_RING, ALGO_RING, p, steps - net_steps, net_steps, ring, 0);
 	double lk = k > 1 && (c == COLL_ALLREDUCE || ppn == 1) ? log2(k) : 0;
 	if (c == COLL_ALLREDUCE && k > 1) /* tree: a chain inside each node, a tree across nodes */
-		for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, ALGO_TREE, ALGO_TREE, p, 2 * (ppn - 1), 2 * lk, ring, 0);
+		for (int p = 0; p < PROTO_COUNT; p++) offer(f, L, nh, ALGO_TREE, ALGO_TREE, p, 2 * (ppn - 1), 2 * lk, ring, 0);
 	if (c == COLL_ALLREDUCE && k == 1 && n > 2 && h->tier[0].nvls_busbw_bps > 0) /* NVLink SHARP */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			offer(f, L, ALGO_NVLS, ALGO_NVLS, p, 1, 0, fb / (h->tier[0].nvls_busbw_bps * h->comm_eff), 0);
+			offer(f, L, nh, ALGO_NVLS, ALGO_NVLS, p, 1, 0, fb / (h->tier[0].nvls_busbw_bps * h->comm_eff), 0);
 	if (c != COLL_ALLREDUCE && k > 1 && ppn == 1) /* PAT: one rank per node */
 		for (int p = 0; p < PROTO_COUNT; p++)
-			offer(f, L, ALGO_PAT, ALGO_PAT, p, 0, lk / 3.5, ring / L->pat_bw_frac, n * L->pat_rank_s);
+			offer(f, L, nh, ALGO_PAT, ALGO_PAT, p, 0, lk / 3.5, ring / L->pat_bw_frac, n * L->pat_rank_s);
 }
 
 double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes, int *algo)

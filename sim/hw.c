@@ -46,7 +46,7 @@ static const struct hw_field fields[] = {
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
 /* one tier of "network": {"name", "gpus", "link": "nvlink"|"net", "busbw_gbps",
- * ["nvls_busbw_gbps"], ["oversubscription"]} */
+ * ["nvls_busbw_gbps"], ["oversubscription"], ["hop_us": [LL, LL128, Simple]]} */
 static int read_tier(const cJSON *o, const char *name, int i, struct hw_tier *t, char *err)
 {
 	memset(t, 0, sizeof(*t));
@@ -76,11 +76,22 @@ static int read_tier(const cJSON *o, const char *name, int i, struct hw_tier *t,
 			if (over) t->oversub = it->valuedouble;
 			else if (k[0] == 'n') t->nvls_busbw_bps = it->valuedouble * 1e9;
 			else { t->busbw_bps = it->valuedouble * 1e9; have_bw = 1; }
+		} else if (!strcmp(k, "hop_us")) {
+			if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != PROTO_COUNT)
+				return errf(err, "gpu %s: network[%d].hop_us must be an array of %d numbers (LL, LL128, Simple)", name, i, PROTO_COUNT);
+			int j = 0;
+			for (const cJSON *e = it->child; e; e = e->next, j++) {
+				if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 1e4)
+					return errf(err, "gpu %s: network[%d].hop_us[%d] must be a number in [0, 1e4]", name, i, j);
+				t->hop_s[j] = e->valuedouble * 1e-6;
+			}
+			t->has_hop = 1;
 		} else {
 			return errf(err, "gpu %s: network[%d]: unknown key '%s'", name, i, k);
 		}
 	}
 	if (!have_bw || !have_link || !have_gpus) return errf(err, "gpu %s: network[%d] needs link, gpus and busbw_gbps", name, i);
+	if (t->has_hop && !t->net) return errf(err, "gpu %s: network[%d].hop_us: only a network tier (link \"net\") has it", name, i);
 	return 0;
 }
 

@@ -37,6 +37,12 @@ struct hw_tier {
 	double busbw_bps;         /* per-GPU ring bus bandwidth over this tier (nccl-tests) */
 	double nvls_busbw_bps;    /* NVLink SHARP all-reduce bus bandwidth, 0 = none */
 	double oversub;           /* >= 1: oversubscription of the uplinks into this tier */
+	/* latency of one ring or tree step that crosses this tier, by protocol (LL, LL128,
+	 * Simple), replacing the collective library's per-hop figure for a network link; a
+	 * fabric whose library plugin models its own (aws-ofi-nccl's tuner on EFA) states it.
+	 * has_hop 0: the library's figure (NCCL's, measured on InfiniBand) */
+	int has_hop;
+	double hop_s[PROTO_COUNT];
 };
 
 struct hw {

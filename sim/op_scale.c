@@ -26,6 +26,7 @@ static void no_comm(const struct hw *h, struct hw *out)
 	for (int t = 0; t < out->ntiers; t++) {
 		out->tier[t].busbw_bps = 1e30;
 		if (out->tier[t].nvls_busbw_bps > 0) out->tier[t].nvls_busbw_bps = 1e30;
+		for (int p = 0; p < PROTO_COUNT; p++) out->tier[t].hop_s[p] = 0;
 	}
 	struct coll_lib *L = &out->lib; /* no latency: every offered (algorithm, protocol) is free */
 	for (int a = 0; a < ALGO_COUNT; a++)

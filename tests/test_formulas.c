@@ -438,6 +438,22 @@ static void test_latency(void)
 	/* a large all-reduce on one H100 node takes NVLink SHARP: 480 against the ring's 370 GB/s */
 	double S = 1 << 30, t = coll_time(&h, COLL_ALLREDUCE, S, &d);
 	CHECK_REL(t, 25e-6 + S * 1.75 / (480e9 * h.comm_eff), 1e-9, "1 GiB all-reduce on 8 H100 by NVLS");
+	/* a network tier that states its own hop latency (h100-sxm-efa: aws-ofi-nccl's EFA figures,
+	 * 20 / 20 / 23 µs for LL / LL128 / Simple) replaces NCCL's for every network step:
+	 * AG 16 ranks on 2 nodes, ring LL 6.6 + 14·0.6 + 1·20 = 35 µs; AR 1024 ranks on 128
+	 * nodes, tree LL 6.8 + 2·(7·0.6 + 7·20) = 295.2 µs (ring LL 6.6 + 1792·0.6 + 254·20 =
+	 * 6161.8); inside one node nothing changes */
+	struct hw e;
+	CHECK(hw_load("h100-sxm-efa", &e, err) == 0, "%s", err);
+	CHECK_ABS(coll_latency(&e, COLL_ALLGATHER, &a) * 1e6, 35.0, 1e-6, "EFA: AG 16 ranks on 2 nodes, µs");
+	CHECK_ABS(coll_latency(&e, COLL_ALLREDUCE, &b) * 1e6, 295.2, 1e-6, "EFA: AR 1024 ranks on 128 nodes, µs");
+	CHECK_ABS(coll_latency(&e, COLL_ALLREDUCE, &d) * 1e6, 15, 1e-6, "EFA: AR on one node, µs");
+	/* and its bandwidth against the measurement it cites: nccl-tests all_reduce of 8 GiB on 16
+	 * p5 nodes, 356.27 GB/s bus bandwidth (crazyguitar/aws-gpu-communication-benchmark
+	 * data/nccl_all_reduce.csv) */
+	struct span p5 = span_nodes(128, 16);
+	double S8 = 8.0 * (1 << 30);
+	CHECK_REL(S8 * 2 * 127 / 128 / coll_time(&e, COLL_ALLREDUCE, S8, &p5) / 1e9, 356.27, 0.05, "EFA: 8 GiB all-reduce busbw on 16 p5 nodes");
 }
 
 /* ------------------------------------------------------- Megatron code constants, Playbook */

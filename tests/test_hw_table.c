@@ -83,6 +83,33 @@ static int load_with_tables(const char *tables, struct hw *h, char *err)
 	return rc;
 }
 
+/* a network tier's hop_us: three numbers (LL, LL128, Simple), on a network tier only */
+static void test_tier_hop(void)
+{
+	char err[ERR_LEN];
+	struct hw h;
+	const char *bad[][2] = {
+		{"[20, 20]", "array of 3 numbers"},
+		{"[20, -1, 23]", "hop_us[1] must be a number"},
+		{"\"fast\"", "array of 3 numbers"},
+	};
+	for (int i = 0; i < 4; i++) {
+		int nvlink = i == 3;
+		cJSON *o = cJSON_Parse(embedded_find("hw/h100-sxm-efa.json"));
+		cJSON *tier = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "network"), nvlink ? 0 : 1);
+		cJSON_DeleteItemFromObjectCaseSensitive(tier, "hop_us");
+		cJSON_AddItemToObject(tier, "hop_us", cJSON_Parse(nvlink ? "[1, 1, 1]" : bad[i][0]));
+		char *text = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		int rc = hw_from_json(text, "efa-test", &h, err);
+		cJSON_free(text);
+		const char *want = nvlink ? "only a network tier" : bad[i][1];
+		CHECK(rc == -1 && strstr(err, want), "hop_us case %d refused with '%s': %s", i, want, err);
+	}
+	CHECK(hw_load("h100-sxm-efa", &h, err) == 0 && h.tier[1].has_hop && !h.tier[0].has_hop, "%s", err);
+	CHECK_REL(h.tier[1].hop_s[2], 23e-6, 1e-12, "Simple hop in seconds");
+}
+
 static void test_reader(void)
 {
 	char err[ERR_LEN];
@@ -172,6 +199,7 @@ int main(void)
 	test_shared_cores();
 	test_interpolation();
 	test_reader();
+	test_tier_hop();
 	test_table_matches_formula();
 	return test_summary("test_hw_table");
 }

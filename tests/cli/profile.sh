@@ -77,6 +77,10 @@ assert (d["nccl_channels"], d["nccl_p2p_net_channels"], d["nccl_conn_mib"]) == (
 assert "h200-sxm" in d["sources"]["fabric"], d["sources"]["fabric"]
 PY
 expect_rc 0 "$SP" sim --model tiny --gpus 16 --tp 2 --mbs 2 --gbs 32 --seq 32 --precision fp32 --gpu pf.json --json
+# a network tier's own per-hop latency goes with it (h100-sxm-efa: EFA's [20, 20, 23] µs)
+expect_rc 0 "$SP" profile --backend cpu --fabric h100-sxm-efa -o pe.json $LIM
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["network"]; sys.exit(0 if n[1].get("hop_us") == [20, 20, 23] and "hop_us" not in n[0] else 1)' pe.json \
+	&& ok || bad "--fabric h100-sxm-efa should carry the EFA tier's hop_us: $(head -c 400 pe.json)"
 expect_rc 2 "$SP" profile --backend cpu --fabric no-such-gpu -o pg.json $LIM
 expect_err_line "--fabric: .*no-such-gpu"
 [ ! -e pg.json ] && ok || bad "a refused --fabric wrote a profile"
