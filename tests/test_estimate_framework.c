@@ -312,8 +312,7 @@ static void test_kv_repeat(const struct model *m8, const struct hw *h)
 		  "the kernel saves the repeated K and V");
 	/* with CP and the repeat on, the fp32 merges on and off: their bytes are counted over the
 	 * repeated K and V */
-	if (run(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "0", "kv_repeat", "1"), &p, &a)) return;
-	if (run(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "cp_fp32_merge", "1", "kv_repeat", "1"), &p, &b)) return;
+	if (run_off_on(m8, h, KV("gpus", "4", "cp", "4", "seq", "32768", "gbs", "1", "recompute", "none", "kv_repeat", "1"), "cp_fp32_merge", &p, &a, &b)) return;
 	double o = 8192.0 * 4096, kv = 2 * 8192.0 * 4096;
 	CHECK_REL(b.step_time_s - a.step_time_s, hbm_s(h, 32 * (o * (126 + 50) + kv * (12 + 103))), 1e-9,
 		  "cp 4: the fp32 merges run on the repeated K and V");
