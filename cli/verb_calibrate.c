@@ -8,7 +8,6 @@
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
 #include "sim/outfile.h"
-#include "sim/embedded.h"
 #include "sim/util.h"
 #include "sim/validate.h"
 #include "tuner/calibrate.h"
@@ -240,17 +239,12 @@ static int points_from_tsv(const struct cal_args *a, const struct hw *h0, struct
 	return 0;
 }
 
-/* the profile's text as given (built-in or file), the fitted fields replaced */
+/* the profile as given (built-in or file, its base resolved: the output stands alone), the
+ * fitted fields replaced */
 static int write_profile(const struct cal_args *a, const struct hw *out, const struct cal_result *r, char *err)
 {
-	char key[300], *owned = NULL;
-	snprintf(key, sizeof(key), "hw/%s.json", a->gpu);
-	const char *text = strchr(a->gpu, '/') ? NULL : embedded_find(key);
-	if (!text) text = owned = read_file(a->gpu, 1 << 24, err);
-	if (!text) return -1;
-	cJSON *o = cJSON_Parse(text);
-	free(owned);
-	if (!o) return errf(err, "%s: malformed JSON", a->gpu);
+	cJSON *o = hw_json_load(a->gpu, err);
+	if (!o) return -1;
 	for (int j = 0; j < r->n; j++) {
 		char buf[32];
 		const char *pk = cal_param_key(r->param[j]);

@@ -1,10 +1,13 @@
 /* hw — hardware profile reader. Profiles are strict: every field below is required, unknown
  * keys are errors (a typo must not silently fall back to a default), and "sources"/"notes"
- * carry provenance text. File units: TFLOP/s, GB (1e9 bytes) or GiB, GB/s, microseconds. */
+ * carry provenance text. A profile may name another as its "base" and state only what differs
+ * (a cluster profile: the same GPU, its own network). File units: TFLOP/s, GB (1e9 bytes) or
+ * GiB, GB/s, microseconds. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cjson/cJSON.h>
 #include "sim/embedded.h"
 #include "sim/collective.h"
@@ -123,17 +126,94 @@ double hw_overlap_cost(const struct hw *h, double comm, double win)
 	return fmax(0, comm - win) + h->overlap_slowdown * fmin(comm, win);
 }
 
+/* the text of a built-in profile name or of a JSON file; *owned is what the caller frees */
+static const char *profile_text(const char *name_or_path, char **owned, char *err)
+{
+	char key[300];
+	*owned = NULL;
+	snprintf(key, sizeof(key), "hw/%s.json", name_or_path);
+	const char *text = strchr(name_or_path, '/') ? NULL : embedded_find(key);
+	if (text) return text;
+	if (!strchr(name_or_path, '/') && !strstr(name_or_path, ".json"))
+		return errf(err, "gpu: unknown gpu '%s' (not a built-in profile; give a JSON path)", name_or_path), NULL;
+	if (!(*owned = read_file(name_or_path, 1 << 24, err))) return errf(err, "gpu: cannot read '%s'", name_or_path), NULL;
+	return *owned;
+}
+
+#define HW_BASE_DEPTH 4 /* a base of a base of ...: deeper is a cycle or a mistake */
+
+/* o with its "base" resolved: the base profile's keys (its own base resolved first), each
+ * replaced by o's, and "sources" merged source by source (a source o sets to null is
+ * dropped). The base's name never passes on. Consumes o; NULL on error. */
+static cJSON *resolve_base(cJSON *o, const char *name, int depth, char *err)
+{
+	cJSON *bn = cJSON_GetObjectItemCaseSensitive(o, "base");
+	if (!bn) return o;
+	cJSON *b = NULL;
+	char *owned = NULL;
+	if (!cJSON_IsString(bn) || !bn->valuestring[0])
+		errf(err, "gpu %s: base must be the name of a built-in profile or a JSON path", name);
+	else if (depth >= HW_BASE_DEPTH)
+		errf(err, "gpu %s: base: more than %d profiles deep (a profile that is its own base?)", name, HW_BASE_DEPTH);
+	else {
+		struct stat st; /* a path names a file: never a pipe or a device to block on */
+		const char *text = strchr(bn->valuestring, '/') && (stat(bn->valuestring, &st) || !S_ISREG(st.st_mode))
+					   ? NULL : profile_text(bn->valuestring, &owned, NULL);
+		if (!text) errf(err, "gpu %s: base: unknown profile '%s' (not built in, not a readable JSON path)", name, bn->valuestring);
+		else if (!(b = cJSON_Parse(text))) errf(err, "gpu %s: base %s: malformed JSON", name, bn->valuestring);
+		else if (!cJSON_IsObject(b)) { errf(err, "gpu %s: base %s: profile must be a JSON object", name, bn->valuestring); cJSON_Delete(b); b = NULL; }
+		else b = resolve_base(b, bn->valuestring, depth + 1, err);
+	}
+	free(owned);
+	if (!b) { cJSON_Delete(o); return NULL; }
+	cJSON_DeleteItemFromObjectCaseSensitive(b, "name");
+	cJSON *bsrc = cJSON_GetObjectItemCaseSensitive(b, "sources");
+	while (o->child) {
+		cJSON *it = cJSON_DetachItemViaPointer(o, o->child);
+		if (!strcmp(it->string, "base")) { cJSON_Delete(it); continue; }
+		if (!strcmp(it->string, "sources") && cJSON_IsObject(it) && cJSON_IsObject(bsrc)) {
+			while (it->child) {
+				cJSON *s = cJSON_DetachItemViaPointer(it, it->child);
+				cJSON_DeleteItemFromObjectCaseSensitive(bsrc, s->string);
+				if (cJSON_IsNull(s)) cJSON_Delete(s);
+				else cJSON_AddItemToObject(bsrc, s->string, s);
+			}
+			cJSON_Delete(it);
+			continue;
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(b, it->string);
+		cJSON_AddItemToObject(b, it->string, it);
+	}
+	cJSON_Delete(o);
+	return b;
+}
+
+cJSON *hw_json_load(const char *name_or_path, char *err)
+{
+	char *owned;
+	const char *text = profile_text(name_or_path, &owned, err);
+	if (!text) return NULL;
+	cJSON *o = cJSON_Parse(text);
+	free(owned);
+	if (!o || !cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return errf(err, "gpu %s: %s", name_or_path, o ? "profile must be a JSON object" : "malformed JSON"), NULL;
+	}
+	return resolve_base(o, name_or_path, 0, err);
+}
+
 int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 {
 	memset(h, 0, sizeof(*h));
 	snprintf(h->name, sizeof(h->name), "%s", name);
 	cJSON *o = cJSON_Parse(text);
 	if (!o) return errf(err, "gpu %s: malformed JSON", name);
+	if (cJSON_IsObject(o) && !(o = resolve_base(o, name, 0, err))) return -1;
 	int rc = -1;
 	if (!cJSON_IsObject(o)) { errf(err, "gpu %s: profile must be a JSON object", name); goto out; }
 	for (cJSON *it = o->child; it; it = it->next) {
 		if (!strcmp(it->string, "sources") || !strcmp(it->string, "notes") || !strcmp(it->string, "description"))
-			continue;
+			continue; /* provenance text; "base" was resolved above */
 		if (!strcmp(it->string, "name")) {
 			if (!cJSON_IsString(it)) { errf(err, "gpu %s: name must be a string", name); goto out; }
 			snprintf(h->name, sizeof(h->name), "%s", it->valuestring);
@@ -194,17 +274,11 @@ const char *const *hw_builtin_names(void)
 
 int hw_load(const char *name_or_path, struct hw *h, char *err)
 {
-	char key[300];
-	snprintf(key, sizeof(key), "hw/%s.json", name_or_path);
-	const char *text = strchr(name_or_path, '/') ? NULL : embedded_find(key);
-	if (text)
-		return hw_from_json(text, name_or_path, h, err);
-	if (!strchr(name_or_path, '/') && !strstr(name_or_path, ".json"))
-		return errf(err, "gpu: unknown gpu '%s' (not a built-in profile; give a JSON path)", name_or_path);
-	char *buf = read_file(name_or_path, 1 << 20, err);
-	if (!buf) return errf(err, "gpu: cannot read '%s'", name_or_path);
-	const char *base = strrchr(name_or_path, '/');
-	int rc = hw_from_json(buf, base ? base + 1 : name_or_path, h, err);
-	free(buf);
+	char *owned;
+	const char *text = profile_text(name_or_path, &owned, err);
+	if (!text) return -1;
+	const char *file = strchr(name_or_path, '/') ? strrchr(name_or_path, '/') + 1 : name_or_path;
+	int rc = hw_from_json(text, file, h, err);
+	free(owned);
 	return rc;
 }

@@ -78,9 +78,15 @@ struct hw {
 	struct hw_tables tables;  /* measured tables (optional "tables" key; sim/hw_table.h) */
 };
 
-/* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. */
+/* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. A
+ * profile with "base": NAME_OR_PATH has every key of that profile, replaced by its own, and
+ * its "sources" merged into the base's (null drops one). */
 int hw_load(const char *name_or_path, struct hw *h, char *err);
 int hw_from_json(const char *text, const char *name, struct hw *h, char *err);
+/* The same profile as one JSON object, its base resolved (a tool that rewrites a profile
+ * writes it whole); NULL and err on failure. The caller frees it with cJSON_Delete. */
+struct cJSON;
+struct cJSON *hw_json_load(const char *name_or_path, char *err);
 
 /* Time a collective of length comm adds to the compute window of length win it runs under:
  * what the window cannot cover, plus overlap_slowdown of the overlapped part (the two share

@@ -110,6 +110,61 @@ static void test_tier_hop(void)
 	CHECK_REL(h.tier[1].hop_s[2], 23e-6, 1e-12, "Simple hop in seconds");
 }
 
+/* a profile that names a base states only what differs: every other field is the base's,
+ * its own keys replace the base's, sources merge (null drops one), and a bad base is refused
+ * naming the field */
+static void test_base(void)
+{
+	char err[ERR_LEN];
+	struct hw b, e, x;
+	CHECK(hw_load("h100-sxm", &b, err) == 0 && hw_load("h100-sxm-efa", &e, err) == 0, "%s", err);
+	CHECK(!strcmp(e.name, "h100-sxm-efa"), "the child's name, not the base's: %s", e.name);
+	CHECK(e.gemm_eff == b.gemm_eff && e.hbm_bytes == b.hbm_bytes && e.frag_native == b.frag_native &&
+	      e.nccl_channels == b.nccl_channels && e.host_coll_s == b.host_coll_s, "fields inherited");
+	CHECK(e.ntiers == 2 && e.tier[1].has_hop && !b.tier[1].has_hop, "the child's network replaces the base's");
+	CHECK(hw_from_json("{\"base\": \"h100-sxm\", \"name\": \"slow\", \"gemm_eff\": 0.5}", "slow", &x, err) == 0, "%s", err);
+	CHECK(x.gemm_eff == 0.5 && x.attn_eff == b.attn_eff && x.ntiers == b.ntiers && !strcmp(x.name, "slow"), "one key overridden");
+	cJSON *o = hw_json_load("h100-sxm-efa", err);
+	CHECK(o != NULL, "%s", err);
+	if (o) {
+		cJSON *src = cJSON_GetObjectItemCaseSensitive(o, "sources");
+		const cJSON *net = cJSON_GetObjectItemCaseSensitive(src, "network");
+		CHECK(!cJSON_GetObjectItemCaseSensitive(o, "base"), "the resolved profile names no base");
+		CHECK(cJSON_IsString(net) && strstr(net->valuestring, "EFA"), "the child's source replaces the base's");
+		CHECK(cJSON_GetObjectItemCaseSensitive(src, "gemm_eff") && !cJSON_GetObjectItemCaseSensitive(src, "inter"),
+		      "the base's other sources kept, the one set to null dropped");
+		cJSON_Delete(o);
+	}
+	/* a base given by path, and a file that is its own base */
+	const char *path = "/tmp/scaleplan_test_hw_base.json";
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL, "temp file");
+	if (f) {
+		fprintf(f, "{\"base\": \"%s\", \"name\": \"loop\"}\n", path);
+		fclose(f);
+		CHECK(hw_load(path, &x, err) == -1 && strstr(err, "base: more than 4 profiles deep"), "a cycle refused: %s", err);
+		f = fopen(path, "w");
+		fprintf(f, "{\"base\": \"h100-sxm\", \"hbm_gib\": 40}\n");
+		fclose(f);
+		char text[200];
+		snprintf(text, sizeof(text), "{\"base\": \"%s\", \"name\": \"two\"}", path);
+		CHECK(hw_from_json(text, "two", &x, err) == 0 && x.hbm_bytes == 40 * GIB && x.gemm_eff == b.gemm_eff,
+		      "a base of a base by path: %s", err);
+		remove(path);
+	}
+	const char *bad[][2] = {
+		{"{\"base\": 7}", "base must be the name of a built-in profile"},
+		{"{\"base\": \"\"}", "base must be the name of a built-in profile"},
+		{"{\"base\": \"no-such-gpu\"}", "base: unknown profile 'no-such-gpu'"},
+		{"{\"base\": \"/dev/stdin\"}", "base: unknown profile '/dev/stdin'"},
+		{"{\"base\": \"h100-sxm\", \"gemm_eff\": 2}", "gemm_eff (2) must be in"},
+		{"{\"base\": \"h100-sxm\", \"gemm_efff\": 0.5}", "unknown key 'gemm_efff'"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(hw_from_json(bad[i][0], "bad", &x, err) == -1 && strstr(err, bad[i][1]), "%s refused with '%s': %s",
+		      bad[i][0], bad[i][1], err);
+}
+
 static void test_reader(void)
 {
 	char err[ERR_LEN];
@@ -200,6 +255,7 @@ int main(void)
 	test_interpolation();
 	test_reader();
 	test_tier_hop();
+	test_base();
 	test_table_matches_formula();
 	return test_summary("test_hw_table");
 }

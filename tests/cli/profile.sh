@@ -7,6 +7,7 @@
 # --backend cuda where a GPU is.
 . "$(dirname "$0")/lib.sh"
 run_setup
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$TMP"
 LIM="--max-dim 128 --max-seq 64 --max-bytes 64K --min-time 0.002"
 
@@ -81,6 +82,20 @@ expect_rc 0 "$SP" sim --model tiny --gpus 16 --tp 2 --mbs 2 --gbs 32 --seq 32 --
 expect_rc 0 "$SP" profile --backend cpu --fabric h100-sxm-efa -o pe.json $LIM
 python3 -c 'import json,sys; n=json.load(open(sys.argv[1]))["network"]; sys.exit(0 if n[1].get("hop_us") == [20, 20, 23] and "hop_us" not in n[0] else 1)' pe.json \
 	&& ok || bad "--fabric h100-sxm-efa should carry the EFA tier's hop_us: $(head -c 400 pe.json)"
+# a profile with a base (h100-sxm-efa is h100-sxm with its own network): calibrate writes it
+# whole, the base resolved, so that the file stands alone; its fitted field, the base's fields
+# and the child's tier are all in it
+awk -F'\t' 'BEGIN{OFS="\t"} /^#/ {print; next} !h {for (i = 1; i <= NF; i++) if ($i == "gpu") g = i; h = 1; print; next}
+	$g == "h100-sxm" && n < 3 {$g = "h100-sxm-efa"; n++; print}' "$ROOT/tests/data/published_calibration.tsv" > efa.tsv
+expect_rc 0 "$SP" calibrate efa.tsv --gpu h100-sxm-efa --params comm_eff -o efa-cal.json
+python3 - efa-cal.json <<'PY' && ok || bad "calibrate of a child profile should write it whole: $(head -c 300 efa-cal.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert "base" not in d and d["name"] == "h100-sxm-efa", d.get("name")
+assert d["network"][1]["hop_us"] == [20, 20, 23] and d["gemm_eff"] == 0.803 and "calibrated" in d["sources"], d
+assert "inter" not in d["sources"] and "EFA" in d["sources"]["network"], d["sources"]
+PY
+expect_rc 0 "$SP" sim --model tiny --gpus 16 --tp 2 --mbs 2 --gbs 32 --seq 32 --precision fp32 --gpu efa-cal.json
 expect_rc 2 "$SP" profile --backend cpu --fabric no-such-gpu -o pg.json $LIM
 expect_err_line "--fabric: .*no-such-gpu"
 [ ! -e pg.json ] && ok || bad "a refused --fabric wrote a profile"

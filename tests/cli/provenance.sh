@@ -5,7 +5,8 @@
 # and the entry names where the value comes from. A parameter that still has no measured source
 # says so ("unsourced: " and why it has the value it has) and is listed here, by profile, so that
 # a new one cannot slip in unnoticed and an old one leaves the list when its source is found
-# (docs/accuracy.md keeps the same list).
+# (docs/accuracy.md keeps the same list). A profile with a base is checked as it loads: its
+# base's numbers and sources under its own.
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 python3 - profiles/hw/*.json >"$TMP/out" 2>&1 <<'PY'
@@ -16,10 +17,27 @@ UNSOURCED = {
     "gemm_half_dim": {"a100-sxm-40g", "a100-sxm-80g", "mi300x"},
     "attn_eff": {"b200", "gb200-nvl72", "mi300x"},
 }
-SKIP = {"name", "sources", "notes", "description", "network", "tables"}
+SKIP = {"name", "base", "sources", "notes", "description", "network", "tables"}
+
+def resolved(path):
+    """the profile with its base's keys under its own, sources merged (sim/hw.c resolve_base)"""
+    d = json.load(open(path))
+    if "base" not in d:
+        return d
+    b = d["base"]
+    r = resolved(b if "/" in b else "profiles/hw/%s.json" % b)
+    src = dict(r.get("sources", {}))
+    for k, v in d.get("sources", {}).items():
+        src.pop(k, None)
+        if v is not None:
+            src[k] = v
+    r.update({k: v for k, v in d.items() if k not in ("base", "sources")})
+    r["sources"] = src
+    return r
+
 bad = 0
 for path in sys.argv[1:]:
-    d = json.load(open(path))
+    d = resolved(path)
     name = path.split("/")[-1][:-5]
     src = d.get("sources", {})
     for k in d:
