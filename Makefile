@@ -81,7 +81,7 @@ MPI_TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/mpi/*.c))
 # loads into any build
 FAILIO := $(B)/tests/libfailio.so
 BENCH_SRC := $(wildcard bench/*.c)
-PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/models/*.json profiles/frameworks/*.json profiles/comm/*.json))
+PROFILES := $(sort $(wildcard profiles/hw/*.json profiles/stack/*.json profiles/models/*.json profiles/frameworks/*.json profiles/comm/*.json))
 
 ifneq ($(filter 1,$(SAN) $(NOMPI)),)
 BIN := $(B)/scaleplan

@@ -126,18 +126,37 @@ double hw_overlap_cost(const struct hw *h, double comm, double win)
 	return fmax(0, comm - win) + h->overlap_slowdown * fmin(comm, win);
 }
 
-/* the text of a built-in profile name or of a JSON file; *owned is what the caller frees */
-static const char *profile_text(const char *name_or_path, char **owned, char *err)
+/* a built-in profile's text: a GPU (hw/NAME), or another by its folder (stack/NAME: what
+ * every GPU profile shares); NULL if there is none */
+static const char *builtin_text(const char *name)
 {
 	char key[300];
+	snprintf(key, sizeof(key), "hw/%s.json", name);
+	const char *text = embedded_find(key);
+	snprintf(key, sizeof(key), "%s.json", name);
+	return text || !strchr(name, '/') ? text : embedded_find(key);
+}
+
+/* the text of a built-in profile or of a JSON file; *owned is what the caller frees */
+static const char *profile_text(const char *name_or_path, char **owned, char *err)
+{
 	*owned = NULL;
-	snprintf(key, sizeof(key), "hw/%s.json", name_or_path);
-	const char *text = strchr(name_or_path, '/') ? NULL : embedded_find(key);
+	const char *text = builtin_text(name_or_path);
 	if (text) return text;
 	if (!strchr(name_or_path, '/') && !strstr(name_or_path, ".json"))
 		return errf(err, "gpu: unknown gpu '%s' (not a built-in profile; give a JSON path)", name_or_path), NULL;
 	if (!(*owned = read_file(name_or_path, 1 << 24, err))) return errf(err, "gpu: cannot read '%s'", name_or_path), NULL;
 	return *owned;
+}
+
+/* a base's text: a built-in profile or a regular file (never a pipe or a device to block on) */
+static const char *base_text(const char *name, char **owned)
+{
+	struct stat st;
+	*owned = NULL;
+	const char *text = builtin_text(name);
+	if (!text && strchr(name, '/') && !stat(name, &st) && S_ISREG(st.st_mode)) text = *owned = read_file(name, 1 << 24, NULL);
+	return text;
 }
 
 #define HW_BASE_DEPTH 4 /* a base of a base of ...: deeper is a cycle or a mistake */
@@ -156,9 +175,7 @@ static cJSON *resolve_base(cJSON *o, const char *name, int depth, char *err)
 	else if (depth >= HW_BASE_DEPTH)
 		errf(err, "gpu %s: base: more than %d profiles deep (a profile that is its own base?)", name, HW_BASE_DEPTH);
 	else {
-		struct stat st; /* a path names a file: never a pipe or a device to block on */
-		const char *text = strchr(bn->valuestring, '/') && (stat(bn->valuestring, &st) || !S_ISREG(st.st_mode))
-					   ? NULL : profile_text(bn->valuestring, &owned, NULL);
+		const char *text = base_text(bn->valuestring, &owned);
 		if (!text) errf(err, "gpu %s: base: unknown profile '%s' (not built in, not a readable JSON path)", name, bn->valuestring);
 		else if (!(b = cJSON_Parse(text))) errf(err, "gpu %s: base %s: malformed JSON", name, bn->valuestring);
 		else if (!cJSON_IsObject(b)) { errf(err, "gpu %s: base %s: profile must be a JSON object", name, bn->valuestring); cJSON_Delete(b); b = NULL; }

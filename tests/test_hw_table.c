@@ -152,6 +152,16 @@ static void test_base(void)
 		      "a base of a base by path: %s", err);
 		remove(path);
 	}
+	/* every built-in GPU takes what it does not state from the stack file, read here as JSON */
+	cJSON *st = cJSON_Parse(embedded_find("stack/torch-nccl.json"));
+	const cJSON *fr = cJSON_GetObjectItemCaseSensitive(st, "alloc_frag_native"), *ho = cJSON_GetObjectItemCaseSensitive(st, "host_op_us");
+	CHECK(cJSON_IsNumber(fr) && cJSON_IsNumber(ho), "the stack file states alloc_frag_native and host_op_us");
+	const char *gpus[] = {"a100-sxm-40g", "a100-sxm-80g", "b200", "gb200-nvl72", "h100-sxm", "h100-sxm-96g-500w", "h200-sxm", "h800", "mi300x", "h100-sxm-rail"};
+	for (size_t i = 0; fr && ho && i < sizeof(gpus) / sizeof(gpus[0]); i++)
+		CHECK(hw_load(gpus[i], &x, err) == 0 && x.frag_native == fr->valuedouble && fabs(x.host_op_s - ho->valuedouble * 1e-6) < 1e-15,
+		      "%s: the stack's allocator allowance and host cost (%s)", gpus[i], err);
+	cJSON_Delete(st);
+	CHECK(hw_load("stack/torch-nccl", &x, err) == -1 && strstr(err, "missing required field"), "the stack is not a GPU: %s", err);
 	const char *bad[][2] = {
 		{"{\"base\": 7}", "base must be the name of a built-in profile"},
 		{"{\"base\": \"\"}", "base must be the name of a built-in profile"},

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/../.."
 python3 - profiles/hw/*.json >"$TMP/out" 2>&1 <<'PY'
-import json, sys
+import json, os, sys
 # key -> the profiles ("*": all) where it has no measured source yet
 UNSOURCED = {
     "comm_eff": "*", "step_overhead_ms": "*",
@@ -25,7 +25,8 @@ def resolved(path):
     if "base" not in d:
         return d
     b = d["base"]
-    r = resolved(b if "/" in b else "profiles/hw/%s.json" % b)
+    found = [f for f in ("profiles/hw/%s.json" % b, "profiles/%s.json" % b, b) if os.path.isfile(f)]
+    r = resolved(found[0])
     src = dict(r.get("sources", {}))
     for k, v in d.get("sources", {}).items():
         src.pop(k, None)
