@@ -178,9 +178,18 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 	/* a framework that accumulates outside the weight-gradient GEMM reads each parameter's
 	 * 16-bit gradient and the fp32 buffer and writes the buffer back after every micro-batch's
 	 * backward (nanotron's FP32GradientAccumulator: add_ per parameter after loss.backward());
-	 * Megatron's gradient-accumulation fusion does it inside the GEMM */
-	if (p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32)
+	 * Megatron's gradient-accumulation fusion does it inside the GEMM. Until that pass the
+	 * 16-bit gradients are all live: autograd allocates each parameter's .grad during the
+	 * backward (torch DDP, without gradient_as_bucket_view, copies it into its bucket and keeps
+	 * it) and the accumulator frees them only after loss.backward() returns
+	 * (FP32GradientAccumulator.backward, nanotron optim/gradient_accumulator.py). So a
+	 * micro-batch's backward peaks at its start (its activations and the loss) or at its end
+	 * (every gradient, its activations freed), whichever is larger; the other micro-batches in
+	 * flight are held through both */
+	if (p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32) {
 		w->W += elem_t(c, w->params * (E + 4.0 + 4.0));
+		w->act_extra = fmax(w->act_extra, E * w->params - w->act_mb);
+	}
 }
 
 /* pipeline span of one step given every pipeline rank's per-micro-batch F, B, W: the
