@@ -274,21 +274,6 @@ out:
 	return rc;
 }
 
-const char *const *hw_builtin_names(void)
-{
-	static const char *names[64];
-	static char store[64][64];
-	int n = 0;
-	for (const struct embedded_file *f = embedded_files; f->name && n < 63; f++) {
-		if (strncmp(f->name, "hw/", 3)) continue;
-		snprintf(store[n], sizeof(store[n]), "%.*s", (int)(strlen(f->name) - 8), f->name + 3);
-		names[n] = store[n];
-		n++;
-	}
-	names[n] = NULL;
-	return names;
-}
-
 int hw_load(const char *name_or_path, struct hw *h, char *err)
 {
 	char *owned;

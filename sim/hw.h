@@ -93,7 +93,4 @@ struct cJSON *hw_json_load(const char *name_or_path, char *err);
  * SMs and memory bandwidth). The one home of that cost: DP, ZeRO-3, TP, CP and EP overlaps. */
 double hw_overlap_cost(const struct hw *h, double comm, double win);
 
-/* Names of the built-in hardware profiles, NULL-terminated, static storage. */
-const char *const *hw_builtin_names(void);
-
 #endif
