@@ -205,29 +205,34 @@ static cJSON *resolve_base(cJSON *o, const char *name, int depth, char *err)
 	return b;
 }
 
+/* a profile's text as one JSON object, its base resolved; NULL and err on failure */
+static cJSON *parse_profile(const char *text, const char *name, char *err)
+{
+	cJSON *o = cJSON_Parse(text);
+	if (!o) return errf(err, "gpu %s: malformed JSON", name), NULL;
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return errf(err, "gpu %s: profile must be a JSON object", name), NULL;
+	}
+	return resolve_base(o, name, 0, err);
+}
+
 cJSON *hw_json_load(const char *name_or_path, char *err)
 {
 	char *owned;
 	const char *text = profile_text(name_or_path, &owned, err);
-	if (!text) return NULL;
-	cJSON *o = cJSON_Parse(text);
+	cJSON *o = text ? parse_profile(text, name_or_path, err) : NULL;
 	free(owned);
-	if (!o || !cJSON_IsObject(o)) {
-		cJSON_Delete(o);
-		return errf(err, "gpu %s: %s", name_or_path, o ? "profile must be a JSON object" : "malformed JSON"), NULL;
-	}
-	return resolve_base(o, name_or_path, 0, err);
+	return o;
 }
 
 int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 {
 	memset(h, 0, sizeof(*h));
 	snprintf(h->name, sizeof(h->name), "%s", name);
-	cJSON *o = cJSON_Parse(text);
-	if (!o) return errf(err, "gpu %s: malformed JSON", name);
-	if (cJSON_IsObject(o) && !(o = resolve_base(o, name, 0, err))) return -1;
+	cJSON *o = parse_profile(text, name, err);
+	if (!o) return -1;
 	int rc = -1;
-	if (!cJSON_IsObject(o)) { errf(err, "gpu %s: profile must be a JSON object", name); goto out; }
 	for (cJSON *it = o->child; it; it = it->next) {
 		if (!strcmp(it->string, "sources") || !strcmp(it->string, "notes") || !strcmp(it->string, "description"))
 			continue; /* provenance text; "base" was resolved above */
