@@ -528,20 +528,42 @@ static double weight_bytes(const struct plan *p)
  * buffer, written by the weight-gradient GEMM (gradient-accumulation fusion) and reduced once
  * per step, and its distributed optimizer's shards of it (ZeRO-1) have none: its pool is its
  * live tensors. */
-static int param_churn(const struct plan *p)
+/* 16-bit gradients allocated through the backward and held to its end (nanotron) */
+static int held_grad_churn(const struct plan *p)
 {
-	return (p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32) || p->zero >= 2;
+	return p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32;
 }
 
-/* When the pool would outgrow the device, the allocator releases its cache and retries
- * (release_cached_blocks in c10/cuda/CUDACachingAllocator.cpp). Native segments go back only
- * when nothing in them is in use, so the fragmentation of split segments stays and the plan
- * runs out of memory. With expandable segments release_blocks unmaps the pages of every free
- * block, so the pool shrinks to what is live and the plan runs as long as its live tensors fit:
- * the pool then peaks at the device's capacity. */
+static int param_churn(const struct plan *p)
+{
+	return held_grad_churn(p) || p->zero >= 2;
+}
+
+/* When the pool would outgrow the device, the allocator frees every cached segment that is
+ * wholly free and retries (release_cached_blocks in c10/cuda/CUDACachingAllocator.cpp; a split
+ * segment goes back only when nothing in it is in use) [frameworks.md §1.2-1.3]. Whether that
+ * leaves the plan running depends on what pins the free space:
+ * - expandable segments: release_blocks unmaps the pages of every free block, so the pool
+ *   shrinks to what is live;
+ * - sharded data parallelism's churn (ZeRO-2/3): its parameter-shaped blocks live only through
+ *   their block (the gathered parameters, the unsharded gradients until their reduce-scatter),
+ *   are requests of 10 MiB and more that get a segment of their own, and are freed every block,
+ *   those on FSDP's all-gather and reduce-scatter streams out of reach of the compute stream's
+ *   requests (a cached block serves only its stream) — their segments are wholly free whenever
+ *   they are not in use, and go back;
+ * - nanotron's 16-bit gradients, allocated among the backward's freed activations and held to
+ *   its end, split those segments and pin them: the fragmentation stays and the plan runs out
+ *   of memory (the Playbook's OOM rows whose live tensors fit).
+ * A plan whose free space goes back runs as long as its live tensors fit, and its pool then
+ * peaks at the device's capacity. */
+static int pool_releasable(const struct plan *p)
+{
+	return p->allocator == ALLOC_EXPANDABLE || !held_grad_churn(p);
+}
+
 double estimate_pool_peak(const struct plan *p, double live, double pool, double capacity)
 {
-	if (p->allocator == ALLOC_EXPANDABLE && live <= capacity && pool > capacity) return capacity;
+	if (pool_releasable(p) && live <= capacity && pool > capacity) return capacity;
 	return pool;
 }
 
@@ -551,11 +573,11 @@ double estimate_frag_factor(const struct hw *h, const struct plan *p)
 	return p->allocator == ALLOC_EXPANDABLE ? h->frag_expandable : h->frag_native;
 }
 
-/* the factor on dynamic memory that must fit the device (estimate_pool_peak): expandable
- * segments shrink to the live tensors under pressure, native ones keep their fragmentation */
+/* the factor on dynamic memory that must fit the device (estimate_pool_peak): 1 where the
+ * free space goes back under pressure, else the fragmentation allowance */
 double estimate_fit_factor(const struct hw *h, const struct plan *p)
 {
-	return p->allocator == ALLOC_EXPANDABLE ? 1 : estimate_frag_factor(h, p);
+	return pool_releasable(p) ? 1 : estimate_frag_factor(h, p);
 }
 
 /* Parameters of the largest single weight a rank computes with: the fused QKV projection, the

@@ -85,13 +85,14 @@ int estimate_prepared(const struct model *m, const struct hw *h, struct plan *p,
 		      char *err);
 
 /* The pool a rank's allocator holds at its peak: `pool` unconstrained, or the device's capacity
- * where expandable segments give back their free pages so that `live` still fits. */
+ * where the allocator's free space goes back under pressure (expandable segments, or native
+ * segments whose churn does not pin them) so that `live` still fits. */
 double estimate_pool_peak(const struct plan *p, double live, double pool, double capacity);
 
 /* The caching allocator's reserved/live ratio on dynamic memory for the plan's allocator mode. */
 double estimate_frag_factor(const struct hw *h, const struct plan *p);
-/* The ratio a plan's dynamic memory must fit the device with: estimate_frag_factor, or 1 with
- * expandable segments, which give their free pages back under pressure. */
+/* The ratio a plan's dynamic memory must fit the device with: estimate_frag_factor, or 1 where
+ * the free space goes back under pressure (estimate_pool_peak). */
 double estimate_fit_factor(const struct hw *h, const struct plan *p);
 
 /* A change to a plan that does not fit, and what it costs. */

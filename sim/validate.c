@@ -381,8 +381,11 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 	int local = p->dp > 0 && p->gbs % p->dp == 0 ? p->gbs / p->dp : 1;
 	if (!known(r, p, "mbs")) fill_add(f, "mbs", 1, local < 64 ? local : 64, divides, &local);
 	if (!known(r, p, "recompute")) {
-		const char *rc[] = {"none", "selective", "full"};
-		fill_names(f, "recompute", rc, 3);
+		/* selective recomputation appeared with Korthikanti et al. (arXiv 2205.05198, May 2022,
+		 * Megatron-LM's --recompute-granularity selective); a run published before 2022 kept
+		 * every activation or checkpointed whole layers */
+		const char *rc[] = {"none", "full", "selective"};
+		fill_names(f, "recompute", rc, r->year && r->year < 2022 ? 2 : 3);
 	}
 	if (!known(r, p, "vpp") && (sched_family(p->schedule)->flags & SCHED_F_VIRTUAL)) {
 		int per = m->layers / p->pp;

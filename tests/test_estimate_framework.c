@@ -367,32 +367,48 @@ static void test_optimizer_impl(const struct model *m8, const struct hw *h)
 	}
 }
 
-/* Under pressure the caching allocator releases its cache and retries. Native segments go back
- * only when nothing in them is live; with expandable segments the pages of every free block are
- * unmapped (release_blocks, c10/cuda/CUDACachingAllocator.cpp), so a plan runs while its live
- * tensors fit and its pool then peaks at the device. 8B, ZeRO-3 on 8 GPUs (parameter-shaped
- * churn), 2 x 4608 tokens: the unconstrained pool is over the capacity, the live tensors under. */
+/* Under pressure the caching allocator frees its wholly free cached segments and retries
+ * (release_cached_blocks, c10/cuda/CUDACachingAllocator.cpp). With expandable segments the
+ * pages of every free block are unmapped; under ZeRO-3 the parameter-shaped blocks are whole
+ * segments of their own, freed every block: either way a plan runs while its live tensors fit,
+ * and its pool then peaks at the device. nanotron's 16-bit gradients, held to the end of the
+ * backward among the activations' freed blocks, pin split segments: with native segments the
+ * fragmentation stays. 8B, ZeRO-3 on 8 GPUs, 2 x 4608 tokens, and 8B, ZeRO-1 with the
+ * accumulation pass, 2,048 tokens: each unconstrained pool is over the capacity, the live
+ * tensors under. */
+static void pool_over_live_under(const struct estimate *e, double frag, double *pool)
+{
+	const struct rank_est *k = &e->kind[0];
+	*pool = k->live_bytes + (frag - 1) * (k->act_bytes + k->logits_bytes + k->buffers_bytes);
+	CHECK(*pool > e->capacity_bytes && e->live_peak_bytes < e->capacity_bytes,
+	      "the case: unconstrained pool %.1f GiB over, live %.1f GiB under %.1f GiB", *pool / GIB,
+	      e->live_peak_bytes / GIB, e->capacity_bytes / GIB);
+}
+
 static void test_expandable_release(const struct model *m8, const struct hw *h)
 {
 	struct plan p;
-	struct estimate n, x, big;
+	struct estimate n, x, big, gn;
+	double pool;
 	if (run(m8, h, KV("gpus", "8", "zero", "3", "seq", "4608", "mbs", "2", "gbs", "16", "allocator", "native"), &p, &n)) return;
 	if (run(m8, h, KV("gpus", "8", "zero", "3", "seq", "4608", "mbs", "2", "gbs", "16", "allocator", "expandable"), &p, &x)) return;
-	const struct rank_est *k = &x.kind[0];
-	double dyn = k->act_bytes + k->logits_bytes + k->buffers_bytes;
-	double pool = k->live_bytes + (h->frag_expandable - 1) * dyn;
-	CHECK(pool > x.capacity_bytes && x.live_peak_bytes < x.capacity_bytes,
-	      "the case: unconstrained pool %.1f GiB over, live %.1f GiB under %.1f GiB", pool / GIB,
-	      x.live_peak_bytes / GIB, x.capacity_bytes / GIB);
-	CHECK(!n.fits, "native segments keep their fragmentation: does not fit");
+	pool_over_live_under(&x, h->frag_expandable, &pool);
 	CHECK_REL(x.peak_mem_bytes, x.capacity_bytes, 1e-12, "expandable: the pool peaks at the device");
 	CHECK(x.fits, "expandable: fits while the live tensors do");
+	pool_over_live_under(&n, h->frag_native, &pool);
+	CHECK_REL(n.peak_mem_bytes, n.capacity_bytes, 1e-12, "native ZeRO-3: its whole free segments go back, the pool peaks at the device");
+	CHECK(n.fits, "native ZeRO-3: fits while the live tensors do");
 	if (run(m8, h, KV("gpus", "8", "zero", "3", "seq", "4608", "mbs", "3", "gbs", "24", "allocator", "expandable"), &p, &big)) return;
 	const struct rank_est *b = &big.kind[0];
 	double bdyn = b->act_bytes + b->logits_bytes + b->buffers_bytes;
 	CHECK(big.live_peak_bytes > big.capacity_bytes && !big.fits, "live tensors over the device: does not fit");
 	CHECK_REL(big.peak_mem_bytes, b->live_bytes + (h->frag_expandable - 1) * bdyn, 1e-12,
 		  "and the pool is the unconstrained one");
+	if (run(m8, h, KV("gpus", "8", "zero", "1", "grad_accum_pass", "1", "fp32_grads", "1", "seq", "2048", "mbs", "1",
+			  "gbs", "8", "allocator", "native"), &p, &gn)) return;
+	pool_over_live_under(&gn, h->frag_native, &pool);
+	CHECK(!gn.fits, "native, held 16-bit gradients: the fragmentation stays, does not fit");
+	CHECK_REL(gn.peak_mem_bytes, pool, 1e-12, "and the pool is the unconstrained one");
 }
 
 /* ZeRO-3 by FSDP units holds the current and the prefetched block's parameters gathered

@@ -262,6 +262,18 @@ SIMTPS=$(for g in 0 1; do "$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 8 -
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'; done | sort -g | tail -n 1)
 json_check "$TMP/old.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6 and d['results'][1]['pred_tokens_per_s_per_gpu'] > d['results'][0]['pred_tokens_per_s_per_gpu']"
 
+# selective recomputation dates from 2022 (Korthikanti et al.): a row published before leaves
+# the completion none or full. 8B unfused on 8 GPUs, 4,096 tokens: keeping every activation
+# (3.3 GB a layer with the attention scores) does not fit, selective does and is faster than
+# full; the same row dated 2022 completes to selective, dated 2021 to full
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row RC21 "Some paper 2021 Table 9" "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 0 1 "" none bf16 ok 5000 "" "" "" "" "" "" high "test row"
+	tsv_row RC22 "Some paper 2022 Table 9" "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 0 1 "" none bf16 ok 5000 "" "" "" "" "" "" high "test row"
+} >"$TMP/rcyear.tsv"
+expect_rc 0 "$SP" validate "$TMP/rcyear.tsv" --json
+json_check "$TMP/out" '"recompute full," in d["results"][0]["assumed"] and "recompute selective," in d["results"][1]["assumed"]'
+
 # mem_kind allocated (torch max_memory_allocated) is compared with live tensors: the reserved
 # estimate less the allocator's fragmentation allowance, (alloc_frag_native - 1) = 0.7 on
 # h100-sxm (a row without framework runs the native allocator), on the dynamic parts
