@@ -515,6 +515,12 @@ static double weight_bytes(const struct plan *p)
 	return p->fp8_params ? 2 : 4;
 }
 
+/* 16-bit gradients allocated through the backward and held to its end (nanotron) */
+static int held_grad_churn(const struct plan *p)
+{
+	return p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32;
+}
+
 /* The caching allocator's pool outgrows the live tensors when blocks of other sizes are
  * allocated and freed among the activations every micro-batch: a freed block is split for a
  * smaller request and blocks of different segments never merge [frameworks.md §1.2]. A
@@ -528,12 +534,6 @@ static double weight_bytes(const struct plan *p)
  * buffer, written by the weight-gradient GEMM (gradient-accumulation fusion) and reduced once
  * per step, and its distributed optimizer's shards of it (ZeRO-1) have none: its pool is its
  * live tensors. */
-/* 16-bit gradients allocated through the backward and held to its end (nanotron) */
-static int held_grad_churn(const struct plan *p)
-{
-	return p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32;
-}
-
 static int param_churn(const struct plan *p)
 {
 	return held_grad_churn(p) || p->zero >= 2;
