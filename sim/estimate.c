@@ -186,7 +186,7 @@ static void rank_work(const struct ectx *c, int r, const struct layer_cost *dens
 	 * micro-batch's backward peaks at its start (its activations and the loss) or at its end
 	 * (every gradient, its activations freed), whichever is larger; the other micro-batches in
 	 * flight are held through both */
-	if (p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32) {
+	if (plan_accum_pass(p)) {
 		w->W += elem_t(c, w->params * (E + 4.0 + 4.0));
 		w->act_extra = fmax(w->act_extra, E * w->params - w->act_mb);
 	}
@@ -515,12 +515,6 @@ static double weight_bytes(const struct plan *p)
 	return p->fp8_params ? 2 : 4;
 }
 
-/* 16-bit gradients allocated through the backward and held to its end (nanotron) */
-static int held_grad_churn(const struct plan *p)
-{
-	return p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32;
-}
-
 /* The caching allocator's pool outgrows the live tensors when blocks of other sizes are
  * allocated and freed among the activations every micro-batch: a freed block is split for a
  * smaller request and blocks of different segments never merge [frameworks.md §1.2]. A
@@ -536,7 +530,7 @@ static int held_grad_churn(const struct plan *p)
  * live tensors. */
 static int param_churn(const struct plan *p)
 {
-	return held_grad_churn(p) || p->zero >= 2;
+	return plan_accum_pass(p) || p->zero >= 2;
 }
 
 /* When the pool would outgrow the device, the allocator frees every cached segment that is
@@ -551,14 +545,14 @@ static int param_churn(const struct plan *p)
  *   those on FSDP's all-gather and reduce-scatter streams out of reach of the compute stream's
  *   requests (a cached block serves only its stream) — their segments are wholly free whenever
  *   they are not in use, and go back;
- * - nanotron's 16-bit gradients, allocated among the backward's freed activations and held to
- *   its end, split those segments and pin them: the fragmentation stays and the plan runs out
- *   of memory (the Playbook's OOM rows whose live tensors fit).
+ * - nanotron's 16-bit gradients (plan_accum_pass), allocated among the backward's freed
+ *   activations and held to its end, split those segments and pin them: the fragmentation
+ *   stays and the plan runs out of memory (the Playbook's OOM rows whose live tensors fit).
  * A plan whose free space goes back runs as long as its live tensors fit, and its pool then
  * peaks at the device's capacity. */
 static int pool_releasable(const struct plan *p)
 {
-	return p->allocator == ALLOC_EXPANDABLE || !held_grad_churn(p);
+	return p->allocator == ALLOC_EXPANDABLE || !plan_accum_pass(p);
 }
 
 double estimate_pool_peak(const struct plan *p, double live, double pool, double capacity)

@@ -227,6 +227,12 @@ int plan_validate_default_split(const struct plan *p, const struct model *m, cha
 
 /* Micro-batches per pipeline per step: gbs / (dp * mbs). */
 static inline int plan_microbatches(const struct plan *p) { return p->gbs / (p->dp * p->mbs); }
+/* The separate accumulation pass runs: 16-bit gradients, held to the end of each backward, added
+ * into the fp32 buffer after it (grad_accum_pass with fp32_grads, in a 16-bit precision). */
+static inline int plan_accum_pass(const struct plan *p)
+{
+	return p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32;
+}
 /* Model chunks per pipeline rank for the schedule: vpp for interleaved, 2 for zb-v, dualpipe
  * and dualpipev, else 1. */
 int plan_chunks(const struct plan *p);

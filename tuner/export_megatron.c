@@ -193,7 +193,7 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 	if (!p->fp32_grads && p->precision != PREC_FP32)
 		export_noeq(o, "fp32_grads off; Megatron-LM keeps fp32 main gradients with --bf16 and --fp16");
 	/* gradient accumulation fusion (the wgrad GEMM adds into main_grad) is on by default */
-	if (p->grad_accum_pass && p->fp32_grads && p->precision != PREC_FP32) flag0(o, "--no-gradient-accumulation-fusion");
+	if (plan_accum_pass(p)) flag0(o, "--no-gradient-accumulation-fusion");
 	/* Megatron's default order is tp-cp-ep-dp-pp; --use-tp-pp-dp-mapping gives tp-cp-ep-pp-dp
 	 * (initialize.py), EP folded inside dp·cp as here */
 	if (!strcmp(p->order, "tp-cp-pp-dp")) flag0(o, "--use-tp-pp-dp-mapping");
