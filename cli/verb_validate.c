@@ -31,7 +31,7 @@ int cmd_validate(int argc, char **argv)
 	int json = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: scaleplan validate FILE.tsv [--row ID] [--set KEY=VALUE ...] [--by COLUMN] [--json]\n\n"
+			printf("usage: scaleplan validate FILE.tsv [--row ID] [--set KEY=VALUE ...] [--by COL[,COL...]] [--json]\n\n"
 			       "Predicts every row of a measured-run file (shared/validation/FORMAT.md) and prints\n"
 			       "predicted vs measured tokens/s per GPU and memory, then throughput MAPE and median\n"
 			       "APE, memory MAPE, fit/OOM accuracy, and per group (model, gpu, gpus, seq, batch)\n"
@@ -43,8 +43,9 @@ int cmd_validate(int argc, char **argv)
 			       "             as if the row stated it: the framework's defaults that depend on it follow\n"
 			       "             (compile=1 selects torchtitan's compiled block and loss)\n"
 			       "  --by COL   also group the rows by a column of the file (source, framework, gpu, precision,\n"
-			       "             tp, pp, zero, ...): rows, scored rows, mean signed error, MAPE, memory MAPE and\n"
-			       "             fit accuracy per group (in --json: \"by\")\n");
+			       "             tp, pp, zero, ...), or by up to 4 of them (tp,pp: one group per pair of cells):\n"
+			       "             rows, scored rows, mean and median signed error, MAPE, memory MAPE and fit\n"
+			       "             accuracy per group (in --json: \"by\")\n");
 			return EXIT_OK;
 		}
 		if (!strcmp(argv[i], "--json")) json = 1;

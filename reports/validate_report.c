@@ -38,18 +38,23 @@ void validate_print(const char *path, const struct val_row *rows, int n, const s
 
 void validate_print_by(const char *column, const struct val_group *g, int n, FILE *f)
 {
-	fprintf(f, "by %s:\n%-28s %5s %6s %10s %8s %6s %8s %6s %7s\n", column, column, "rows", "scored",
-		"mean err %", "MAPE %", "mem", "mem MAPE", "fit", "fit %");
+	/* the key column is as wide as its widest key (at least 28, at most 64) */
+	int w = 28;
+	for (int j = 0; j < n; j++) w = (int)strlen(g[j].key) > w ? (int)strlen(g[j].key) : w;
+	if (w > 64) w = 64;
+	fprintf(f, "by %s:\n%-*.*s %5s %6s %10s %10s %8s %6s %8s %6s %7s\n", column, w, w, column, "rows", "scored",
+		"mean err %", "median err", "MAPE %", "mem", "mem MAPE", "fit", "fit %");
 	for (int j = 0; j < n; j++) {
-		char e[16] = "-", m[16] = "-", mm[16] = "-", fa[16] = "-";
+		char e[16] = "-", md[16] = "-", m[16] = "-", mm[16] = "-", fa[16] = "-";
 		if (g[j].tps_rows) {
 			snprintf(e, sizeof(e), "%+.1f", 100 * g[j].mean_signed_err);
+			snprintf(md, sizeof(md), "%+.1f", 100 * g[j].median_signed_err);
 			snprintf(m, sizeof(m), "%.1f", 100 * g[j].mape);
 		}
 		if (g[j].mem_rows) snprintf(mm, sizeof(mm), "%.1f", 100 * g[j].memory_mape);
 		if (g[j].fit_rows) snprintf(fa, sizeof(fa), "%.1f", 100 * g[j].fit_accuracy);
-		fprintf(f, "%-28.28s %5d %6d %10s %8s %6d %8s %6d %7s\n", g[j].key, g[j].rows, g[j].tps_rows, e, m,
-			g[j].mem_rows, mm, g[j].fit_rows, fa);
+		fprintf(f, "%-*.*s %5d %6d %10s %10s %8s %6d %8s %6d %7s\n", w, w, g[j].key, g[j].rows, g[j].tps_rows, e, md,
+			m, g[j].mem_rows, mm, g[j].fit_rows, fa);
 	}
 }
 
@@ -85,6 +90,7 @@ static void by_json(cJSON *o, const char *column, const struct val_group *groups
 		cJSON_AddNumberToObject(x, "rows", g->rows);
 		cJSON_AddNumberToObject(x, "throughput_rows", g->tps_rows);
 		json_add_sig(x, "mean_signed_err", g->mean_signed_err, 6);
+		json_add_sig(x, "median_signed_err", g->median_signed_err, 6);
 		json_add_sig(x, "throughput_mape", g->mape, 6);
 		cJSON_AddNumberToObject(x, "memory_rows", g->mem_rows);
 		json_add_sig(x, "memory_mape", g->memory_mape, 6);

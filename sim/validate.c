@@ -491,17 +491,39 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, co
 	if (opts->row) opts->row(opts->row_ctx, r, m, p);
 }
 
+/* --by's column list, COL[,COL...]: each a non-empty name, at most VAL_MAX_BY of them.
+ * Returns the count, -1 with err. */
+static int by_columns(const char *list, char name[][48], char *err)
+{
+	int n = 0;
+	for (const char *c = list;; c++) {
+		const char *e = strchr(c, ',');
+		size_t len = e ? (size_t)(e - c) : strlen(c);
+		if (!len) return errf(err, "--by: an empty column name in '%.60s'", list);
+		if (len >= 48) return errf(err, "--by: column name '%.40s...' is over 47 characters", c);
+		if (n == VAL_MAX_BY) return errf(err, "--by: at most %d columns ('%.60s')", VAL_MAX_BY, list);
+		memcpy(name[n], c, len);
+		name[n++][len] = 0;
+		if (!e) return n;
+		c = e;
+	}
+}
+
 int validate_file(const char *path, const struct val_opts *opts, struct val_row **rows_out, int *nrows, char *err)
 {
 	static const struct val_opts none;
 	if (!opts) opts = &none;
+	char byname[VAL_MAX_BY][48];
+	int nby = opts->by ? by_columns(opts->by, byname, err) : 0;
+	if (nby < 0) return -1;
 	char *text = read_file(path, 64 << 20, err);
 	if (!text) return -1;
 	/* a UTF-8 byte-order mark (spreadsheet exports write one) is not part of the first line */
 	char *start = !strncmp(text, "\xef\xbb\xbf", 3) ? text + 3 : text;
-	int ix[NCOLS], ix_step = -1, ix_by = -1;
+	int ix[NCOLS], ix_step = -1, ix_by[VAL_MAX_BY];
 	for (int i = 0; i < NCOLS; i++) ix[i] = -1;
 	int cap = 0, n = 0, header = 0, ncell_hdr = 0;
+	for (int k = 0; k < nby; k++) ix_by[k] = -1;
 	struct val_row *rows = NULL;
 	char *save = NULL;
 	int rc = 0;
@@ -517,9 +539,11 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 				for (int k = 0; k < NCOLS; k++)
 					if (!strcmp(cell[i], colnames[k])) ix[k] = i;
 				if (!strcmp(cell[i], "step_time_s")) ix_step = i; /* optional: read if present */
-				if (opts->by && !strcmp(cell[i], opts->by)) ix_by = i;
+				for (int k = 0; k < nby; k++)
+					if (!strcmp(cell[i], byname[k])) ix_by[k] = i;
 			}
-			if (opts->by && ix_by < 0) { rc = errf(err, "--by: %s has no column '%.40s'", path, opts->by); goto out; }
+			for (int k = 0; k < nby; k++)
+				if (ix_by[k] < 0) { rc = errf(err, "--by: %s has no column '%.40s'", path, byname[k]); goto out; }
 			/* FORMAT.md's never-empty columns must be there; any other column that is absent
 			 * is unknown in every row, read as the empty cell one past the row's last */
 			for (int k = 0; k < NCOLS; k++) {
@@ -557,7 +581,9 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		snprintf(r->gpu, sizeof(r->gpu), "%s", cell[ix[C_GPU]]);
 		snprintf(r->status, sizeof(r->status), "%s", cell[ix[C_STATUS]]);
 		snprintf(r->framework, sizeof(r->framework), "%s", cell[ix[C_FRAMEWORK]]);
-		if (ix_by >= 0) snprintf(r->by, sizeof(r->by), "%s", cell[ix_by]);
+		for (int k = 0, at = 0; k < nby && at < (int)sizeof(r->by) - 1; k++)
+			at += snprintf(r->by + at, sizeof(r->by) - at, "%s%s", k ? "," : "",
+				       cell[ix_by[k]][0] ? cell[ix_by[k]] : "(unknown)");
 		cell_int(cell[ix[C_NGPU]], &r->num_gpus);
 		cell_int(cell[ix[C_SEQ]], &r->seq);
 		cell_int(cell[ix[C_GBS]], &r->gbs);

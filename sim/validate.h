@@ -23,7 +23,7 @@ struct val_row {
 	char model[64];
 	char gpu[32];
 	char framework[24];         /* FORMAT.md's framework cell; "" = unknown */
-	char by[48];                /* the cell of the --by column (val_opts.by), "" when none */
+	char by[96];                /* the cells of the --by columns (val_opts.by), comma-joined; "" when none */
 	char status[8];
 	int num_gpus, seq, gbs;
 	int simulated;
@@ -51,16 +51,18 @@ struct val_summary {
 	double top1_regret_median;  /* median over groups: one noisy group cannot decide it */
 };
 
-/* One group of rows sharing the cell of the --by column: how many rows were scored and how
+/* One group of rows sharing the cells of the --by columns: how many rows were scored and how
  * far off they are (signed: predicted above measured is positive). */
 struct val_group {
-	char key[48];
+	char key[96];
 	int rows, tps_rows, mem_rows, fit_rows;
-	double mean_signed_err, mape, memory_mape, fit_accuracy;
+	/* the median is what a class of rows is off by when a few of them are far off */
+	double mean_signed_err, median_signed_err, mape, memory_mape, fit_accuracy;
 };
 
 /* Options of a validation run; a NULL struct means all rows, no overrides, no explanation. */
 #define VAL_MAX_SET 16
+#define VAL_MAX_BY 4
 struct val_opts {
 	const char *only;                 /* only the row with this id, or NULL */
 	const char *set_key[VAL_MAX_SET]; /* plan keys overridden after each row is read (what-if) */
@@ -72,7 +74,8 @@ struct val_opts {
 	/* called once per optional column the header lacks (read as unknown in every row) with a
 	 * one-line note naming the file and the column, or NULL */
 	void (*note)(void *ctx, const char *msg);
-	const char *by;                   /* a column name of the file: rows keep its cell in val_row.by */
+	const char *by;                   /* COL[,COL...]: column names of the file (at most VAL_MAX_BY); rows
+	                                   * keep their cells, comma-joined, in val_row.by */
 	const struct hw *hw;              /* price every row on this profile instead of its gpu cell */
 	/* called with each simulated row's model and plan as predicted (calibrate collects them) */
 	void (*row)(void *ctx, const struct val_row *r, const struct model *m, const struct plan *p);

@@ -149,7 +149,9 @@ static void group_add(struct val_group *g, const struct val_row *r)
 int validate_by(const struct val_row *rows, int n, struct val_group **groups)
 {
 	struct val_group *g = calloc(n + 1, sizeof(*g));
-	if (!g) return -1;
+	int *of = malloc((n + 1) * sizeof(int)); /* each row's group */
+	double *e = malloc((n + 1) * sizeof(double));
+	if (!g || !of || !e) { free(g); free(of); free(e); return -1; }
 	int ng = 0;
 	for (int i = 0; i < n; i++) {
 		const char *key = rows[i].by[0] ? rows[i].by : "(unknown)";
@@ -157,13 +159,25 @@ int validate_by(const struct val_row *rows, int n, struct val_group **groups)
 		while (j < ng && strcmp(g[j].key, key)) j++;
 		if (j == ng) snprintf(g[ng++].key, sizeof(g->key), "%s", key);
 		group_add(&g[j], &rows[i]);
+		of[i] = j;
 	}
 	for (int j = 0; j < ng; j++) {
-		if (g[j].tps_rows) { g[j].mean_signed_err /= g[j].tps_rows; g[j].mape /= g[j].tps_rows; }
+		if (g[j].tps_rows) {
+			int k = 0;
+			for (int i = 0; i < n; i++) {
+				const struct val_row *r = &rows[i];
+				if (of[i] == j && r->simulated && !strcmp(r->status, "ok") && r->meas_tps > 0)
+					e[k++] = (r->pred_tps - r->meas_tps) / r->meas_tps;
+			}
+			g[j].median_signed_err = median(e, k);
+			g[j].mean_signed_err /= g[j].tps_rows;
+			g[j].mape /= g[j].tps_rows;
+		}
 		if (g[j].mem_rows) g[j].memory_mape /= g[j].mem_rows;
 		if (g[j].fit_rows) g[j].fit_accuracy /= g[j].fit_rows;
 	}
+	free(of);
+	free(e);
 	*groups = g;
 	return ng;
 }
-

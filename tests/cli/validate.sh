@@ -114,12 +114,27 @@ for x in g:
     assert x["rows"] == len(rs) and x["throughput_rows"] == len(sc) and x["fit_rows"] == len(fit), x
     assert abs(x["mean_signed_err"] - sum(sc) / len(sc)) < 1e-4 and abs(x["throughput_mape"] - sum(map(abs, sc)) / len(sc)) < 1e-4, x
     assert abs(x["fit_accuracy"] - sum(fit) / len(fit)) < 1e-6, x
+    srt = sorted(sc)
+    med = srt[len(srt) // 2] if len(srt) % 2 else (srt[len(srt) // 2 - 1] + srt[len(srt) // 2]) / 2
+    assert abs(x["median_signed_err"] - med) < 1e-4, x
 EOF3
 then ok; else bad "validate --by tp groups disagree with their rows"; fi
 expect_rc 0 "$SP" validate "$TMP/small.tsv" --by tp
 expect_out 'by tp:'
+expect_out 'median err'
 expect_rc 2 "$SP" validate "$TMP/small.tsv" --by nosuchcolumn
 expect_err_line "no column 'nosuchcolumn'"
+# --by COL,COL: one group per pair of cells, keyed "cell,cell" in first-seen order
+expect_rc 0 "$SP" validate "$TMP/small.tsv" --by tp,status --json
+json_check "$TMP/out" '[x["key"] for x in d["by"]["groups"]] == ["1,ok", "2,ok", "4,ok", "1,oom"] and [x["rows"] for x in d["by"]["groups"]] == [1, 1, 1, 1] and d["by"]["column"] == "tp,status"'
+expect_rc 0 "$SP" validate "$TMP/small.tsv" --by tp,micro_batch
+expect_out '^4,\(unknown\) '
+expect_rc 2 "$SP" validate "$TMP/small.tsv" --by tp,nosuchcolumn
+expect_err_line "no column 'nosuchcolumn'"
+expect_rc 2 "$SP" validate "$TMP/small.tsv" --by tp,
+expect_err_line "empty column name"
+expect_rc 2 "$SP" validate "$TMP/small.tsv" --by tp,pp,dp,cp,ep
+expect_err_line "at most 4 columns"
 
 # --- a file that is not in the format: missing header column, no header at all
 { tsv_row id source; tsv_row X1 test; } >"$TMP/nocols.tsv"

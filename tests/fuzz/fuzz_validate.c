@@ -1,5 +1,5 @@
 /* fuzz_validate — a measured-run file (shared/validation/FORMAT.md TSV) read and predicted by
- * validate_file, then summarised. validate_file reads a path, so each input goes through a
+ * validate_file, then summarised and grouped as --by groups them. validate_file reads a path, so each input goes through a
  * file in /dev/shm (or TMPDIR) that the harness owns. */
 #include <stdio.h>
 #include <unistd.h>
@@ -24,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!validate_file(path, NULL, &rows, &n, err)) {
 		struct val_summary s;
 		validate_summarize(rows, n, &s);
+		struct val_group *g = NULL; /* the --by groups (no column: one "(unknown)" group) */
+		if (validate_by(rows, n, &g) >= 0) free(g);
 	}
 	free(rows);
 	unlink(path);
