@@ -24,6 +24,22 @@ import sys
 from collections import defaultdict
 
 
+def playbook_args(argv, name):
+    """(binary, path) of a Playbook script's command line: [--bin ./scaleplan] [FILE.tsv], the
+    file defaulting to playbook_8b.tsv in ../shared/validation or /work/shared/validation"""
+    binary = "./scaleplan"
+    if "--bin" in argv:
+        i = argv.index("--bin")
+        binary = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    path = argv[0] if argv else next((p for p in ("../shared/validation/playbook_8b.tsv",
+                                                  "/work/shared/validation/playbook_8b.tsv")
+                                      if os.path.exists(p)), None)
+    if not path:
+        sys.exit("%s: no playbook_8b.tsv found; give its path" % name)
+    return binary, path
+
+
 def read_tsv(path):
     rows = {}
     header = None

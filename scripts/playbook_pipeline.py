@@ -24,13 +24,12 @@ Default file: playbook_8b.tsv in ../shared/validation or /work/shared/validation
 Python 3 standard library only.
 """
 import json
-import os
 import statistics
 import subprocess
 import sys
 from collections import defaultdict
 
-from calibrate import read_tsv
+from calibrate import playbook_args, read_tsv
 
 GIB = 2.0 ** 30
 
@@ -60,16 +59,7 @@ def table(title, cells):
 
 
 def main(argv):
-    binary = "./scaleplan"
-    if "--bin" in argv:
-        i = argv.index("--bin")
-        binary = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
-    path = argv[0] if argv else next((p for p in ("../shared/validation/playbook_8b.tsv",
-                                                  "/work/shared/validation/playbook_8b.tsv")
-                                      if os.path.exists(p)), None)
-    if not path:
-        sys.exit("playbook_pipeline: no playbook_8b.tsv found; give its path")
+    binary, path = playbook_args(argv, "playbook_pipeline")
     tsv = read_tsv(path)
     out = subprocess.run([binary, "validate", path, "--json", "--set", "pp_split=cost"],
                          check=True, capture_output=True, text=True).stdout

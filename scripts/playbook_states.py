@@ -15,13 +15,12 @@ Default file: playbook_8b.tsv in ../shared/validation or /work/shared/validation
 Python 3 standard library only.
 """
 import json
-import os
 import re
 import statistics
 import subprocess
 import sys
 
-from calibrate import read_tsv
+from calibrate import playbook_args, read_tsv
 
 GIB = 2.0 ** 30
 
@@ -48,16 +47,7 @@ def rows_with_alloc(tsv, res):
 
 
 def main(argv):
-    binary = "./scaleplan"
-    if "--bin" in argv:
-        i = argv.index("--bin")
-        binary = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
-    path = argv[0] if argv else next((p for p in ("../shared/validation/playbook_8b.tsv",
-                                                  "/work/shared/validation/playbook_8b.tsv")
-                                      if os.path.exists(p)), None)
-    if not path:
-        sys.exit("playbook_states: no playbook_8b.tsv found; give its path")
+    binary, path = playbook_args(argv, "playbook_states")
     tsv = read_tsv(path)
     print("measured max allocated / modelled model states")
     print("%-9s %-6s %-8s %5s %7s %7s %7s" % ("split", "zero", "stages", "rows", "median", "p10", "p90"))
