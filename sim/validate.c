@@ -493,14 +493,15 @@ static void predict(struct val_row *r, const struct model *m, struct plan *p, co
 
 /* --by's column list, COL[,COL...]: each a non-empty name, at most VAL_MAX_BY of them.
  * Returns the count, -1 with err. */
-static int by_columns(const char *list, char name[][48], char *err)
+static int by_columns(const char *list, char name[][VAL_BY_NAME], char *err)
 {
 	int n = 0;
 	for (const char *c = list;; c++) {
 		const char *e = strchr(c, ',');
 		size_t len = e ? (size_t)(e - c) : strlen(c);
 		if (!len) return errf(err, "--by: an empty column name in '%.60s'", list);
-		if (len >= 48) return errf(err, "--by: column name '%.40s...' is over 47 characters", c);
+		if (len >= VAL_BY_NAME)
+			return errf(err, "--by: column name '%.40s...' is over %d characters", c, VAL_BY_NAME - 1);
 		if (n == VAL_MAX_BY) return errf(err, "--by: at most %d columns ('%.60s')", VAL_MAX_BY, list);
 		memcpy(name[n], c, len);
 		name[n++][len] = 0;
@@ -513,7 +514,7 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 {
 	static const struct val_opts none;
 	if (!opts) opts = &none;
-	char byname[VAL_MAX_BY][48];
+	char byname[VAL_MAX_BY][VAL_BY_NAME];
 	int nby = opts->by ? by_columns(opts->by, byname, err) : 0;
 	if (nby < 0) return -1;
 	char *text = read_file(path, 64 << 20, err);

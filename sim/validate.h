@@ -62,7 +62,8 @@ struct val_group {
 
 /* Options of a validation run; a NULL struct means all rows, no overrides, no explanation. */
 #define VAL_MAX_SET 16
-#define VAL_MAX_BY 4
+#define VAL_MAX_BY 4       /* columns --by takes */
+#define VAL_BY_NAME 48     /* bytes of one --by column name, its terminator included */
 struct val_opts {
 	const char *only;                 /* only the row with this id, or NULL */
 	const char *set_key[VAL_MAX_SET]; /* plan keys overridden after each row is read (what-if) */

@@ -47,6 +47,15 @@ double spearman(const double *x, const double *y, int n)
 	return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0;
 }
 
+/* the signed throughput error, (predicted - measured) / measured, of a row the scores count:
+ * simulated, ok, with a measured tokens/s. Returns 0 for any other row. */
+static int tps_err(const struct val_row *r, double *e)
+{
+	if (!r->simulated || strcmp(r->status, "ok") || r->meas_tps <= 0) return 0;
+	*e = (r->pred_tps - r->meas_tps) / r->meas_tps;
+	return 1;
+}
+
 static int same_group(const struct val_row *a, const struct val_row *b)
 {
 	return !strcmp(a->model, b->model) && !strcmp(a->gpu, b->gpu) && a->num_gpus == b->num_gpus &&
@@ -67,8 +76,8 @@ void validate_summarize(const struct val_row *rows, int n, struct val_summary *s
 		const struct val_row *r = &rows[i];
 		if (!r->simulated) { s->not_simulated++; s->excluded += r->excluded; continue; }
 		s->simulated++;
-		if (!strcmp(r->status, "ok") && r->meas_tps > 0)
-			ape[s->tps_rows++] = fabs(r->pred_tps - r->meas_tps) / r->meas_tps;
+		double e;
+		if (tps_err(r, &e)) ape[s->tps_rows++] = fabs(e);
 		if (r->meas_mem_gib > 0 && !strcmp(r->status, "ok")) {
 			mem_sum += fabs(r->pred_mem_gib - r->meas_mem_gib) / r->meas_mem_gib;
 			s->mem_rows++;
@@ -130,8 +139,8 @@ static void group_add(struct val_group *g, const struct val_row *r)
 	g->rows++;
 	if (!r->simulated) return;
 	int ok = !strcmp(r->status, "ok");
-	if (ok && r->meas_tps > 0) {
-		double e = (r->pred_tps - r->meas_tps) / r->meas_tps;
+	double e;
+	if (tps_err(r, &e)) {
 		g->mean_signed_err += e;
 		g->mape += fabs(e);
 		g->tps_rows++;
@@ -164,11 +173,8 @@ int validate_by(const struct val_row *rows, int n, struct val_group **groups)
 	for (int j = 0; j < ng; j++) {
 		if (g[j].tps_rows) {
 			int k = 0;
-			for (int i = 0; i < n; i++) {
-				const struct val_row *r = &rows[i];
-				if (of[i] == j && r->simulated && !strcmp(r->status, "ok") && r->meas_tps > 0)
-					e[k++] = (r->pred_tps - r->meas_tps) / r->meas_tps;
-			}
+			for (int i = 0; i < n; i++)
+				k += of[i] == j && tps_err(&rows[i], &e[k]);
 			g[j].median_signed_err = median(e, k);
 			g[j].mean_signed_err /= g[j].tps_rows;
 			g[j].mape /= g[j].tps_rows;

@@ -1,6 +1,6 @@
 /* fuzz_validate — a measured-run file (shared/validation/FORMAT.md TSV) read and predicted by
- * validate_file, then summarised and grouped as --by groups them. validate_file reads a path, so each input goes through a
- * file in /dev/shm (or TMPDIR) that the harness owns. */
+ * validate_file, then summarised and grouped as --by groups them. validate_file reads a path,
+ * so each input goes through a file in /dev/shm (or TMPDIR) that the harness owns. */
 #include <stdio.h>
 #include <unistd.h>
 #include "sim/util.h"
