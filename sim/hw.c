@@ -184,9 +184,10 @@ static cJSON *resolve_base(cJSON *o, const char *name, int depth, char *err)
 	free(owned);
 	if (!b) { cJSON_Delete(o); return NULL; }
 	cJSON_DeleteItemFromObjectCaseSensitive(b, "name");
-	cJSON *bsrc = cJSON_GetObjectItemCaseSensitive(b, "sources");
 	while (o->child) {
 		cJSON *it = cJSON_DetachItemViaPointer(o, o->child);
+		/* looked up each time: a key o repeats may have replaced it */
+		cJSON *bsrc = cJSON_GetObjectItemCaseSensitive(b, "sources");
 		if (!strcmp(it->string, "base")) { cJSON_Delete(it); continue; }
 		if (!strcmp(it->string, "sources") && cJSON_IsObject(it) && cJSON_IsObject(bsrc)) {
 			while (it->child) {

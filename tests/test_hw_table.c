@@ -124,6 +124,10 @@ static void test_base(void)
 	CHECK(e.ntiers == 2 && e.tier[1].has_hop && !b.tier[1].has_hop, "the child's network replaces the base's");
 	CHECK(hw_from_json("{\"base\": \"h100-sxm\", \"name\": \"slow\", \"gemm_eff\": 0.5}", "slow", &x, err) == 0, "%s", err);
 	CHECK(x.gemm_eff == 0.5 && x.attn_eff == b.attn_eff && x.ntiers == b.ntiers && !strcmp(x.name, "slow"), "one key overridden");
+	/* a key stated twice, the first "sources" not an object: the second merges into what the
+	 * first left (found by fuzz_hw: the base's sources were read after the first freed them) */
+	CHECK(hw_from_json("{\"base\": \"h100-sxm\", \"sources\": 1, \"sources\": {\"gemm_eff\": \"x\"}}", "twice", &x, err) == 0 &&
+	      x.gemm_eff == b.gemm_eff, "sources twice: %s", err);
 	cJSON *o = hw_json_load("h100-sxm-efa", err);
 	CHECK(o != NULL, "%s", err);
 	if (o) {
