@@ -66,6 +66,9 @@ void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct
 	f->g = *g;
 	f->n = 0;
 	f->table = h->tables.present && g->units[0] <= 1;
+	f->ramp = h->ramp_n > 0 && g->units[0] <= 1 && (c == COLL_ALLREDUCE || c == COLL_REDUCESCATTER || c == COLL_ALLGATHER);
+	f->lat = 0;
+	f->busf = coll_busbw_factor(c, n);
 	if (n <= 1) return;
 	const struct coll_lib *L = &h->lib;
 	/* the steps of a ring or tree run in lockstep, so each network step takes the latency of
@@ -106,6 +109,26 @@ void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct
 	if (c != COLL_ALLREDUCE && k > 1 && ppn == 1) /* PAT: one rank per node */
 		for (int p = 0; p < PROTO_COUNT; p++)
 			offer(f, L, nh, ALGO_PAT, ALGO_PAT, p, 0, lk / 3.5, ring / L->pat_bw_frac, n * L->pat_rank_s);
+	for (int i = 0; i < f->n; i++)
+		if (!i || f->base[i] < f->lat) f->lat = f->base[i];
+}
+
+/* the profile's measured factor at `bus` bytes per rank: piecewise linear in log(bytes) between
+ * its points, the end values beyond them */
+static double ramp_at(const struct hw *h, double bus)
+{
+	int n = h->ramp_n;
+	if (bus <= h->ramp_bus[0]) return h->ramp_k[0];
+	if (bus >= h->ramp_bus[n - 1]) return h->ramp_k[n - 1];
+	int i = 0, j = n - 1; /* ramp_bus[i] < bus <= ramp_bus[j] */
+	while (j - i > 1) {
+		int mid = (i + j) / 2;
+		if (h->ramp_bus[mid] < bus) i = mid;
+		else j = mid;
+	}
+	if (h->ramp_k[i] == h->ramp_k[i + 1]) return h->ramp_k[i];
+	double u = (log(bus) - h->ramp_lbus[i]) / (h->ramp_lbus[i + 1] - h->ramp_lbus[i]);
+	return h->ramp_k[i] + u * (h->ramp_k[i + 1] - h->ramp_k[i]);
 }
 
 double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes, int *algo)
@@ -121,6 +144,10 @@ double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes,
 		t = f->base[i] + bytes * f->per_byte[i];
 		if (best < 0 || t < best) { best = t; *algo = f->algo[i]; }
 	}
+	/* inside one NVLink domain, NCCL's own model prices mid-size messages faster than they run:
+	 * the time above the latency takes the profile's measured factor at the bytes each rank
+	 * moves (struct hw ramp_*) */
+	if (f->ramp && best > f->lat) best = f->lat + ramp_at(h, bytes * f->busf) * (best - f->lat);
 	return best;
 }
 

@@ -46,6 +46,9 @@ struct coll_fit {
 	struct span g;
 	int table;                  /* a measured table of the profile applies (one NVLink domain) */
 	int n;
+	int ramp;                   /* one NVLink domain of a profile with a measured curve (struct hw ramp_*) */
+	double lat;                 /* the smallest base: the time of the smallest message */
+	double busf;                /* coll_busbw_factor(c, n): bus bytes per message byte */
 	signed char algo[ALGO_COUNT * PROTO_COUNT];
 	double base[ALGO_COUNT * PROTO_COUNT], per_byte[ALGO_COUNT * PROTO_COUNT];
 };

@@ -30,6 +30,7 @@ struct coll_lib {
  * group, the spine). A tier's unit holds `gpus` GPUs (0: the whole cluster); a group whose
  * members sit in more than one unit of tier t-1 sends traffic over tier t. */
 #define HW_MAX_TIERS 4
+#define HW_RAMP_MAX 24 /* points of a measured NVLink-domain collective curve */
 struct hw_tier {
 	char name[16];
 	int gpus;
@@ -76,6 +77,14 @@ struct hw {
 	double host_op_s;         /* host time to dispatch and launch one eager framework op */
 	double host_coll_s;       /* host time to launch one collective through torch.distributed */
 	struct hw_tables tables;  /* measured tables (optional "tables" key; sim/hw_table.h) */
+	/* NCCL's cost model against one collective measured inside one NVLink domain (optional
+	 * "nvlink_coll_curve"): at each measured size, the measured time above the smallest
+	 * message's over the model's time above its own latency, floored at 1 (k), by the bytes
+	 * each rank moves (bus bytes: size x busbw factor), against the profile's own model as
+	 * loaded (a later change of comm_eff leaves k as it was). A collective on one NVLink
+	 * domain is its latency plus k times the rest (sim/collective.c); ramp_n 0: no curve. */
+	int ramp_n;
+	double ramp_bus[HW_RAMP_MAX], ramp_k[HW_RAMP_MAX], ramp_lbus[HW_RAMP_MAX]; /* lbus: log(bus) */
 };
 
 /* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. A

@@ -456,6 +456,43 @@ static void test_latency(void)
 	CHECK_REL(S8 * 2 * 127 / 128 / coll_time(&e, COLL_ALLREDUCE, S8, &p5) / 1e9, 356.27, 0.05, "EFA: 8 GiB all-reduce busbw on 16 p5 nodes");
 }
 
+/* A measured collective inside one NVLink domain (profiles' nvlink_coll_curve): the 8x H200
+ * all_reduce sweep of stas00/ml-engineering network/README.md @744d01e (bus bandwidth 1.44 GB/s
+ * at 32 KiB, 275.84 at 32 MiB, 155.53 at 8 MiB, 463.58 at 1 GiB), which h100-sxm carries. The
+ * model's time above its latency scales by the measured time above the 32 KiB message's over
+ * the model's own above its latency, at the bytes each rank moves. By hand, from NCCL's table
+ * (profiles/comm/nccl.json) and h100-sxm (NVLS 480 GB/s, comm_eff 0.9):
+ * - the reference itself, 32 MiB all-reduce on 8 GPUs: latency ring LL 15 µs (test_latency),
+ *   then exactly the measured rise: 15 µs + (32 MiB·1.75/275.84 GB/s − 32 KiB·1.75/1.44 GB/s);
+ * - the 8 MiB point moves 8 MiB·1.75 = 14 MiB per rank; an all-gather of 28 MiB on 2 GPUs
+ *   moves as much, so its rise above the latency (ring LL 6.6 + 0.6 = 7.2 µs) takes that point's
+ *   factor
+ *   k = (8 MiB·1.75/155.53 − 32 KiB·1.75/1.44 GB/s) / (NVLS 25 µs + 8 MiB·1.75/432 GB/s − 15 µs),
+ *   its modelled time being ring Simple 8.4 + 3.4 µs + 28 MiB·0.5/333 GB/s;
+ * - at 1 GiB the measured rise is below the model's (482 GB/s against 432): factor 1;
+ * - across two nodes nothing changes (the curve is one NVLink domain's). */
+static void test_nvlink_curve(void)
+{
+	struct hw h, plain;
+	char err[ERR_LEN];
+	CHECK(hw_load("h100-sxm", &h, err) == 0, "%s", err);
+	CHECK(h.ramp_n == 19, "19 points above the smallest: %d", h.ramp_n);
+	plain = h;
+	plain.ramp_n = 0;
+	struct span node = span_nodes(8, 1), pair = span_nodes(2, 1), two = span_nodes(16, 2);
+	double MiB = 1048576.0, t0 = 32768 * 1.75 / 1.44e9;
+	double S = 32 * MiB, want = 15e-6 + (S * 1.75 / 275.84e9 - t0);
+	CHECK_REL(coll_time(&h, COLL_ALLREDUCE, S, &node), want, 1e-9, "32 MiB all-reduce on 8 H100: the measured rise");
+	double k8 = (8 * MiB * 1.75 / 155.53e9 - t0) / (25e-6 + 8 * MiB * 1.75 / 432e9 - 15e-6);
+	double S2 = 28 * MiB, m2 = 11.8e-6 + S2 * 0.5 / (370e9 * 0.9);
+	CHECK_REL(coll_time(&plain, COLL_ALLGATHER, S2, &pair), m2, 1e-9, "2-GPU all-gather without the curve: ring Simple");
+	CHECK_REL(coll_time(&h, COLL_ALLGATHER, S2, &pair), 7.2e-6 + k8 * (m2 - 7.2e-6), 1e-9, "2-GPU all-gather at the 8 MiB factor");
+	double G = 1024 * MiB;
+	CHECK_REL(coll_time(&h, COLL_ALLREDUCE, G, &node), coll_time(&plain, COLL_ALLREDUCE, G, &node), 1e-12, "1 GiB: factor 1");
+	CHECK_REL(coll_time(&h, COLL_ALLGATHER, S, &two), coll_time(&plain, COLL_ALLGATHER, S, &two), 1e-12, "two nodes: no curve");
+	CHECK_REL(coll_time(&h, COLL_SENDRECV, S, &pair), coll_time(&plain, COLL_SENDRECV, S, &pair), 1e-12, "send/recv: no curve");
+}
+
 /* ------------------------------------------------------- Megatron code constants, Playbook */
 
 /* TV-G1: distributed-optimizer bytes per parameter [MCP-distopt]: bf16 params + fp32 grads
@@ -542,6 +579,7 @@ int main(void)
 	test_busbw_factors();
 	test_allreduce_example();
 	test_latency();
+	test_nvlink_curve();
 	test_megatron_distopt();
 	test_interleave_factor();
 	test_playbook_states();

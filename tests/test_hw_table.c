@@ -110,6 +110,37 @@ static void test_tier_hop(void)
 	CHECK_REL(h.tier[1].hop_s[2], 23e-6, 1e-12, "Simple hop in seconds");
 }
 
+/* a measured NVLink-domain collective (nvlink_coll_curve): one of the three ring collectives,
+ * a group that fits the domain, sizes increasing, bandwidths positive, as many of each */
+static void test_coll_curve(void)
+{
+	char err[ERR_LEN];
+	struct hw h;
+	const char *bad[][2] = {
+		{"{\"op\": \"all_to_all\", \"ranks\": 8, \"mib\": [1, 2], \"busbw_gbps\": [1, 2]}", "op must be"},
+		{"{\"op\": \"all_reduce\", \"ranks\": 1, \"mib\": [1, 2], \"busbw_gbps\": [1, 2]}", "ranks must be"},
+		{"{\"op\": \"all_reduce\", \"ranks\": 16, \"mib\": [1, 2], \"busbw_gbps\": [1, 2]}", "fit in one NVLink domain"},
+		{"{\"op\": \"all_gather\", \"ranks\": 8, \"mib\": [1, 2, 4], \"busbw_gbps\": [1, 2]}", "same length"},
+		{"{\"op\": \"all_gather\", \"ranks\": 8, \"mib\": [1], \"busbw_gbps\": [1]}", "2 to"},
+		{"{\"op\": \"reduce_scatter\", \"ranks\": 8, \"mib\": [2, 2], \"busbw_gbps\": [1, 2]}", "mib[1] must be"},
+		{"{\"op\": \"reduce_scatter\", \"ranks\": 8, \"mib\": [1, 2], \"busbw_gbps\": [1, -2]}", "busbw_gbps[1] must be"},
+		{"[1, 2]", "must be an object"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cJSON *o = cJSON_Parse(embedded_find("hw/h100-sxm.json"));
+		cJSON_DeleteItemFromObjectCaseSensitive(o, "nvlink_coll_curve");
+		cJSON_AddItemToObject(o, "nvlink_coll_curve", cJSON_Parse(bad[i][0]));
+		char *text = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+		int rc = hw_from_json(text, "curve-test", &h, err);
+		cJSON_free(text);
+		CHECK(rc == -1 && strstr(err, bad[i][1]) && strstr(err, "nvlink_coll_curve"), "curve case %zu refused with '%s': %s", i, bad[i][1], err);
+	}
+	/* a profile without one prices collectives by NCCL's model alone; a child keeps its base's */
+	CHECK(hw_load("a100-sxm-80g", &h, err) == 0 && h.ramp_n == 0, "no curve on the A100: %s", err);
+	CHECK(hw_load("h100-sxm-efa", &h, err) == 0 && h.ramp_n == 19, "inherited from h100-sxm: %s", err);
+}
+
 /* a profile that names a base states only what differs: every other field is the base's,
  * its own keys replace the base's, sources merge (null drops one), and a bad base is refused
  * naming the field */
@@ -269,6 +300,7 @@ int main(void)
 	test_interpolation();
 	test_reader();
 	test_tier_hop();
+	test_coll_curve();
 	test_base();
 	test_table_matches_formula();
 	return test_summary("test_hw_table");
