@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 #include "cli/cli.h"
+#include "sim/collective.h"
 #include "sim/hw.h"
 #include "sim/outfile.h"
 #include "runtime/comm.h"
@@ -221,6 +222,16 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 		cJSON_AddItemToArray(net, tier);
 	}
 	if (fab && r->ranks == 1) t->ref_bw_bps = fab->tier[0].busbw_bps;
+	if (fab && r->ranks == 1 && fab->curve_n) { /* the NVLink domain's measured collective goes with it */
+		cJSON *cv = cJSON_AddObjectToObject(o, "nvlink_coll_curve");
+		cJSON_AddStringToObject(cv, "op", coll_name(fab->curve_op));
+		cJSON_AddNumberToObject(cv, "ranks", fab->curve_ranks);
+		cJSON *mib = cJSON_AddArrayToObject(cv, "mib"), *gbps = cJSON_AddArrayToObject(cv, "busbw_gbps");
+		for (int i = 0; i < fab->curve_n; i++) {
+			cJSON_AddItemToArray(mib, cJSON_CreateNumber(fab->curve_mib[i]));
+			cJSON_AddItemToArray(gbps, cJSON_CreateNumber(fab->curve_gbps[i]));
+		}
+	}
 	add_num(o, "gemm_eff", 1, "%g");
 	add_num(o, "gemm_half_dim", half_dim(r), "%.4g");
 	add_num(o, "attn_eff", attn_eff < 0.01 ? 0.01 : attn_eff, "%.4g");
@@ -259,6 +270,10 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 			 r->ranks > 1 ? "tiers above the first (the first: the all-reduce busbw of every rank)" : "every tier (one rank measures no collective)",
 			 fab->name);
 		cJSON_AddStringToObject(src, "fabric", s);
+		if (r->ranks == 1 && fab->curve_n) {
+			snprintf(s, sizeof(s), "from gpu profile %s (its own sources), not measured here", fab->name);
+			cJSON_AddStringToObject(src, "nvlink_coll_curve", s);
+		}
 	} else {
 		cJSON_AddStringToObject(src, "fabric", r->ranks > 1 ? (dev ? "NCCL all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are NCCL's); the network tier is not measured and repeats it"
 									   : "all-reduce over every rank: busbw at the largest message; the tables hold every op, size and group size measured (latencies beyond them are the collective library's); the network tier is not measured and repeats it")

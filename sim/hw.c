@@ -177,6 +177,13 @@ static int ramp_init(struct hw *h, const struct coll_curve_in *c, const char *na
 		h->ramp_k[i - 1] = m >= lat && t > m ? t / m : 1;
 	}
 	h->ramp_n = c->n - 1;
+	h->curve_op = c->op;
+	h->curve_ranks = c->ranks;
+	h->curve_n = c->n;
+	for (int i = 0; i < c->n; i++) {
+		h->curve_mib[i] = c->bytes[i] / 1048576.0;
+		h->curve_gbps[i] = c->bps[i] / 1e9;
+	}
 	return 0;
 }
 

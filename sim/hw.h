@@ -85,6 +85,10 @@ struct hw {
 	 * domain is its latency plus k times the rest (sim/collective.c); ramp_n 0: no curve. */
 	int ramp_n;
 	double ramp_bus[HW_RAMP_MAX], ramp_k[HW_RAMP_MAX], ramp_lbus[HW_RAMP_MAX]; /* lbus: log(bus) */
+	/* the curve as the file states it (op, ranks, points in MiB and GB/s), for a profile
+	 * written from this one (profile --fabric) */
+	int curve_op, curve_ranks, curve_n;
+	double curve_mib[HW_RAMP_MAX + 1], curve_gbps[HW_RAMP_MAX + 1];
 };
 
 /* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. A

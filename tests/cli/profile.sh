@@ -76,6 +76,11 @@ assert [(t["gpus"], t["link"], t["busbw_gbps"]) for t in n] == [(8, "nvlink", 36
 assert n[0]["nvls_busbw_gbps"] == 480, n
 assert (d["nccl_channels"], d["nccl_p2p_net_channels"], d["nccl_conn_mib"]) == (32, 4, 9.19), d
 assert "h200-sxm" in d["sources"]["fabric"], d["sources"]["fabric"]
+# and the NVLink domain's measured collective (profiles/hw/h200-sxm.json: 8x H200 all_reduce,
+# 1.44 GB/s at 32 KiB to 482.26 at 16 GiB)
+c = d["nvlink_coll_curve"]
+assert (c["op"], c["ranks"], c["mib"][0], c["busbw_gbps"][0], c["busbw_gbps"][-1]) == ("all_reduce", 8, 0.03125, 1.44, 482.26), c
+assert "h200-sxm" in d["sources"]["nvlink_coll_curve"], d["sources"]
 PY
 expect_rc 0 "$SP" sim --model tiny --gpus 16 --tp 2 --mbs 2 --gbs 32 --seq 32 --precision fp32 --gpu pf.json --json
 # a network tier's own per-hop latency goes with it (h100-sxm-efa: EFA's [20, 20, 23] µs)
