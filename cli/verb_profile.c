@@ -222,14 +222,14 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 		cJSON_AddItemToArray(net, tier);
 	}
 	if (fab && r->ranks == 1) t->ref_bw_bps = fab->tier[0].busbw_bps;
-	if (fab && r->ranks == 1 && fab->curve_n) { /* the NVLink domain's measured collective goes with it */
+	if (fab && r->ranks == 1 && fab->curve.n) { /* the NVLink domain's measured collective goes with it */
 		cJSON *cv = cJSON_AddObjectToObject(o, "nvlink_coll_curve");
-		cJSON_AddStringToObject(cv, "op", coll_name(fab->curve_op));
-		cJSON_AddNumberToObject(cv, "ranks", fab->curve_ranks);
+		cJSON_AddStringToObject(cv, "op", coll_name(fab->curve.op));
+		cJSON_AddNumberToObject(cv, "ranks", fab->curve.ranks);
 		cJSON *mib = cJSON_AddArrayToObject(cv, "mib"), *gbps = cJSON_AddArrayToObject(cv, "busbw_gbps");
-		for (int i = 0; i < fab->curve_n; i++) {
-			cJSON_AddItemToArray(mib, cJSON_CreateNumber(fab->curve_mib[i]));
-			cJSON_AddItemToArray(gbps, cJSON_CreateNumber(fab->curve_gbps[i]));
+		for (int i = 0; i < fab->curve.n; i++) {
+			cJSON_AddItemToArray(mib, cJSON_CreateNumber(fab->curve.mib[i]));
+			cJSON_AddItemToArray(gbps, cJSON_CreateNumber(fab->curve.gbps[i]));
 		}
 	}
 	add_num(o, "gemm_eff", 1, "%g");
@@ -270,7 +270,7 @@ static cJSON *profile_json(const struct prof_args *a, const struct profile_backe
 			 r->ranks > 1 ? "tiers above the first (the first: the all-reduce busbw of every rank)" : "every tier (one rank measures no collective)",
 			 fab->name);
 		cJSON_AddStringToObject(src, "fabric", s);
-		if (r->ranks == 1 && fab->curve_n) {
+		if (r->ranks == 1 && fab->curve.n) {
 			snprintf(s, sizeof(s), "from gpu profile %s (its own sources), not measured here", fab->name);
 			cJSON_AddStringToObject(src, "nvlink_coll_curve", s);
 		}

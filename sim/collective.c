@@ -66,7 +66,7 @@ void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct
 	f->g = *g;
 	f->n = 0;
 	f->table = h->tables.present && g->units[0] <= 1;
-	f->ramp = h->ramp_n > 0 && g->units[0] <= 1 && (c == COLL_ALLREDUCE || c == COLL_REDUCESCATTER || c == COLL_ALLGATHER);
+	f->ramp = h->curve.n > 1 && g->units[0] <= 1 && (c == COLL_ALLREDUCE || c == COLL_REDUCESCATTER || c == COLL_ALLGATHER);
 	f->lat = 0;
 	f->busf = coll_busbw_factor(c, n);
 	if (n <= 1) return;
@@ -114,21 +114,19 @@ void coll_fit_init(const struct hw *h, enum coll c, const struct span *g, struct
 }
 
 /* the profile's measured factor at `bus` bytes per rank: piecewise linear in log(bytes) between
- * its points, the end values beyond them */
-static double ramp_at(const struct hw *h, double bus)
+ * its points (1..n-1), the end values beyond them */
+static double curve_k(const struct hw_coll_curve *c, double bus)
 {
-	int n = h->ramp_n;
-	if (bus <= h->ramp_bus[0]) return h->ramp_k[0];
-	if (bus >= h->ramp_bus[n - 1]) return h->ramp_k[n - 1];
-	int i = 0, j = n - 1; /* ramp_bus[i] < bus <= ramp_bus[j] */
+	int i = 1, j = c->n - 1; /* bus[i] < bus <= bus[j] */
+	if (bus <= c->bus[i]) return c->k[i];
+	if (bus >= c->bus[j]) return c->k[j];
 	while (j - i > 1) {
 		int mid = (i + j) / 2;
-		if (h->ramp_bus[mid] < bus) i = mid;
+		if (c->bus[mid] < bus) i = mid;
 		else j = mid;
 	}
-	if (h->ramp_k[i] == h->ramp_k[i + 1]) return h->ramp_k[i];
-	double u = (log(bus) - h->ramp_lbus[i]) / (h->ramp_lbus[i + 1] - h->ramp_lbus[i]);
-	return h->ramp_k[i] + u * (h->ramp_k[i + 1] - h->ramp_k[i]);
+	if (c->k[i] == c->k[j]) return c->k[i];
+	return c->k[i] + (log(bus) - c->lbus[i]) / (c->lbus[j] - c->lbus[i]) * (c->k[j] - c->k[i]);
 }
 
 double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes, int *algo)
@@ -146,8 +144,8 @@ double coll_fit_time(const struct hw *h, const struct coll_fit *f, double bytes,
 	}
 	/* inside one NVLink domain, NCCL's own model prices mid-size messages faster than they run:
 	 * the time above the latency takes the profile's measured factor at the bytes each rank
-	 * moves (struct hw ramp_*) */
-	if (f->ramp && best > f->lat) best = f->lat + ramp_at(h, bytes * f->busf) * (best - f->lat);
+	 * moves (struct hw_coll_curve) */
+	if (f->ramp && best > f->lat) best = f->lat + curve_k(&h->curve, bytes * f->busf) * (best - f->lat);
 	return best;
 }
 

@@ -46,7 +46,7 @@ struct coll_fit {
 	struct span g;
 	int table;                  /* a measured table of the profile applies (one NVLink domain) */
 	int n;
-	int ramp;                   /* one NVLink domain of a profile with a measured curve (struct hw ramp_*) */
+	int ramp;                   /* one NVLink domain of a profile with a measured curve (struct hw_coll_curve) */
 	double lat;                 /* the smallest base: the time of the smallest message */
 	double busf;                /* coll_busbw_factor(c, n): bus bytes per message byte */
 	signed char algo[ALGO_COUNT * PROTO_COUNT];

@@ -119,21 +119,14 @@ static int read_network(const cJSON *a, const char *name, struct hw *h, char *er
 	return 0;
 }
 
-/* "nvlink_coll_curve": one collective measured inside one NVLink domain, {"op": "all_reduce" |
- * "reduce_scatter" | "all_gather", "ranks": 2..the domain's GPUs, "mib": [...] strictly
- * increasing message sizes (nccl-tests sizes, MiB), "busbw_gbps": [...] as many bus
- * bandwidths}; its first point is the smallest message, whose time the others are measured
- * above (a benchmark's own per-call cost cancels) */
-struct coll_curve_in {
-	int present, op, ranks, n;
-	double bytes[HW_RAMP_MAX + 1], bps[HW_RAMP_MAX + 1];
-};
-
-static int read_coll_curve(const cJSON *o, const char *name, struct coll_curve_in *c, char *err)
+/* "nvlink_coll_curve": {"op": "all_reduce" | "reduce_scatter" | "all_gather", "ranks": 2..the
+ * domain's GPUs, "mib": [...] strictly increasing message sizes (nccl-tests sizes, MiB),
+ * "busbw_gbps": [...] as many bus bandwidths}; its first point is the smallest message, whose
+ * time the others are measured above (a benchmark's own per-call cost cancels) */
+static int read_coll_curve(const cJSON *o, const char *name, struct hw_coll_curve *c, char *err)
 {
 	static const int ops[] = {COLL_ALLREDUCE, COLL_REDUCESCATTER, COLL_ALLGATHER};
 	memset(c, 0, sizeof(*c));
-	c->present = 1;
 	const cJSON *op = cJSON_GetObjectItemCaseSensitive(o, "op"), *rk = cJSON_GetObjectItemCaseSensitive(o, "ranks");
 	const cJSON *mib = cJSON_GetObjectItemCaseSensitive(o, "mib"), *bw = cJSON_GetObjectItemCaseSensitive(o, "busbw_gbps");
 	c->op = -1;
@@ -144,46 +137,41 @@ static int read_coll_curve(const cJSON *o, const char *name, struct coll_curve_i
 		return errf(err, "gpu %s: nvlink_coll_curve.ranks must be an integer in [2, 1024]", name);
 	c->ranks = rk->valueint;
 	int n = cJSON_IsArray(mib) ? cJSON_GetArraySize(mib) : -1;
-	if (n < 2 || n > HW_RAMP_MAX + 1 || !cJSON_IsArray(bw) || cJSON_GetArraySize(bw) != n)
-		return errf(err, "gpu %s: nvlink_coll_curve: mib and busbw_gbps must be arrays of the same length, 2 to %d points", name, HW_RAMP_MAX + 1);
+	if (n < 2 || n > HW_CURVE_MAX || !cJSON_IsArray(bw) || cJSON_GetArraySize(bw) != n)
+		return errf(err, "gpu %s: nvlink_coll_curve: mib and busbw_gbps must be arrays of the same length, 2 to %d points", name, HW_CURVE_MAX);
 	const cJSON *a = mib->child, *b = bw->child;
 	for (int i = 0; i < n; i++, a = a->next, b = b->next) {
-		if (!cJSON_IsNumber(a) || !(a->valuedouble > 0) || a->valuedouble > 1e7 || (i && a->valuedouble * 1048576.0 <= c->bytes[i - 1]))
+		if (!cJSON_IsNumber(a) || !(a->valuedouble > 0) || a->valuedouble > 1e7 || (i && a->valuedouble <= c->mib[i - 1]))
 			return errf(err, "gpu %s: nvlink_coll_curve.mib[%d] must be a positive size larger than the one before", name, i);
 		if (!cJSON_IsNumber(b) || !(b->valuedouble > 0) || b->valuedouble > 1e5)
 			return errf(err, "gpu %s: nvlink_coll_curve.busbw_gbps[%d] must be in (0, 1e5]", name, i);
-		c->bytes[i] = a->valuedouble * 1048576.0;
-		c->bps[i] = b->valuedouble * 1e9;
+		c->mib[i] = a->valuedouble;
+		c->gbps[i] = b->valuedouble;
 	}
 	c->n = n;
 	return 0;
 }
 
-/* k at each measured point after the first: (measured time - the smallest message's) / (the
- * model's time - its latency), at least 1; the model is the profile's without a curve. A
- * refusal only for a domain the group cannot fit in. */
-static int ramp_init(struct hw *h, const struct coll_curve_in *c, const char *name, char *err)
+/* k, bus and lbus at each point after the first, against the profile's model without a curve
+ * (h->curve is still empty); then the curve is the profile's. A refusal only for a domain the
+ * group cannot fit in. */
+static int curve_init(struct hw *h, struct hw_coll_curve *c, const char *name, char *err)
 {
 	if (c->ranks > h->gpus_per_node)
 		return errf(err, "gpu %s: nvlink_coll_curve.ranks (%d) must fit in one NVLink domain (%d GPUs)", name, c->ranks, h->gpus_per_node);
 	struct span g = span_nodes(c->ranks, 1);
-	double f = coll_busbw_factor(c->op, c->ranks), lat = coll_latency(h, c->op, &g), t0 = c->bytes[0] * f / c->bps[0];
+	double f = coll_busbw_factor(c->op, c->ranks), lat = coll_latency(h, c->op, &g);
+	double t0 = c->mib[0] * 1048576.0 * f / (c->gbps[0] * 1e9);
 	for (int i = 1; i < c->n; i++) {
 		/* a message whose modelled transfer is below the latency is latency-bound: its time
 		 * and the smallest message's differ by noise, k 1 */
-		double t = c->bytes[i] * f / c->bps[i] - t0, m = coll_time(h, c->op, c->bytes[i], &g) - lat;
-		h->ramp_bus[i - 1] = c->bytes[i] * f;
-		h->ramp_lbus[i - 1] = log(h->ramp_bus[i - 1]);
-		h->ramp_k[i - 1] = m >= lat && t > m ? t / m : 1;
+		double S = c->mib[i] * 1048576.0;
+		double t = S * f / (c->gbps[i] * 1e9) - t0, m = coll_time(h, c->op, S, &g) - lat;
+		c->bus[i] = S * f;
+		c->lbus[i] = log(c->bus[i]);
+		c->k[i] = m >= lat && t > m ? t / m : 1;
 	}
-	h->ramp_n = c->n - 1;
-	h->curve_op = c->op;
-	h->curve_ranks = c->ranks;
-	h->curve_n = c->n;
-	for (int i = 0; i < c->n; i++) {
-		h->curve_mib[i] = c->bytes[i] / 1048576.0;
-		h->curve_gbps[i] = c->bps[i] / 1e9;
-	}
+	h->curve = *c;
 	return 0;
 }
 
@@ -302,7 +290,7 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 	cJSON *o = parse_profile(text, name, err);
 	if (!o) return -1;
 	int rc = -1;
-	struct coll_curve_in curve = {0};
+	struct hw_coll_curve curve = {0};
 	for (cJSON *it = o->child; it; it = it->next) {
 		if (!strcmp(it->string, "sources") || !strcmp(it->string, "notes") || !strcmp(it->string, "description"))
 			continue; /* provenance text; "base" was resolved above */
@@ -348,7 +336,7 @@ int hw_from_json(const char *text, const char *name, struct hw *h, char *err)
 	for (size_t i = 0; i < NFIELDS; i++)
 		if (!fields[i].optional && !cJSON_GetObjectItemCaseSensitive(o, fields[i].key))
 			{ errf(err, "gpu %s: missing required field %s", name, fields[i].key); goto out; }
-	if (curve.present && ramp_init(h, &curve, name, err)) goto out;
+	if (curve.n && curve_init(h, &curve, name, err)) goto out;
 	rc = 0;
 out:
 	cJSON_Delete(o);

@@ -30,7 +30,7 @@ struct coll_lib {
  * group, the spine). A tier's unit holds `gpus` GPUs (0: the whole cluster); a group whose
  * members sit in more than one unit of tier t-1 sends traffic over tier t. */
 #define HW_MAX_TIERS 4
-#define HW_RAMP_MAX 24 /* points of a measured NVLink-domain collective curve */
+#define HW_CURVE_MAX 25 /* points of a measured NVLink-domain collective curve */
 struct hw_tier {
 	char name[16];
 	int gpus;
@@ -44,6 +44,18 @@ struct hw_tier {
 	 * has_hop 0: the library's figure (NCCL's, measured on InfiniBand) */
 	int has_hop;
 	double hop_s[PROTO_COUNT];
+};
+
+/* One collective measured inside one NVLink domain (optional "nvlink_coll_curve"), set at
+ * load: NCCL's cost model against it. At each point after the first, k is the measured time
+ * above the first (smallest) message's over the model's time above its own latency, at least
+ * 1, against the profile's model as loaded (a later change of comm_eff leaves k as it was); bus
+ * is the bytes each rank moves there (size x busbw factor). A collective on one NVLink domain
+ * is its latency plus k, read at its own bus bytes, times the rest (sim/collective.c). */
+struct hw_coll_curve {
+	int op, ranks, n;               /* n points as the file states them; 0: no curve */
+	double mib[HW_CURVE_MAX], gbps[HW_CURVE_MAX];
+	double bus[HW_CURVE_MAX], lbus[HW_CURVE_MAX], k[HW_CURVE_MAX]; /* points 1..n-1; lbus = log(bus) */
 };
 
 struct hw {
@@ -77,18 +89,7 @@ struct hw {
 	double host_op_s;         /* host time to dispatch and launch one eager framework op */
 	double host_coll_s;       /* host time to launch one collective through torch.distributed */
 	struct hw_tables tables;  /* measured tables (optional "tables" key; sim/hw_table.h) */
-	/* NCCL's cost model against one collective measured inside one NVLink domain (optional
-	 * "nvlink_coll_curve"): at each measured size, the measured time above the smallest
-	 * message's over the model's time above its own latency, floored at 1 (k), by the bytes
-	 * each rank moves (bus bytes: size x busbw factor), against the profile's own model as
-	 * loaded (a later change of comm_eff leaves k as it was). A collective on one NVLink
-	 * domain is its latency plus k times the rest (sim/collective.c); ramp_n 0: no curve. */
-	int ramp_n;
-	double ramp_bus[HW_RAMP_MAX], ramp_k[HW_RAMP_MAX], ramp_lbus[HW_RAMP_MAX]; /* lbus: log(bus) */
-	/* the curve as the file states it (op, ranks, points in MiB and GB/s), for a profile
-	 * written from this one (profile --fabric) */
-	int curve_op, curve_ranks, curve_n;
-	double curve_mib[HW_RAMP_MAX + 1], curve_gbps[HW_RAMP_MAX + 1];
+	struct hw_coll_curve curve; /* optional "nvlink_coll_curve" */
 };
 
 /* Loads a built-in profile name ("h100-sxm") or a path to a JSON file of the same format. A

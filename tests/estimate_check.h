@@ -20,7 +20,7 @@ static inline void ideal_fabric(struct hw *h, double bw, int nolat)
 		h->tier[t].nvls_busbw_bps = 0;
 		h->tier[t].oversub = 1;
 	}
-	h->ramp_n = 0; /* exact bandwidth: no measured curve against NCCL's model */
+	h->curve.n = 0; /* exact bandwidth: no measured curve against NCCL's model */
 	for (int a = 0; nolat && a < ALGO_COUNT; a++)
 		for (int q = 0; q < PROTO_COUNT; q++) {
 			if (h->lib.base_s[a][q] > 0) h->lib.base_s[a][q] = 0;

@@ -476,9 +476,9 @@ static void test_nvlink_curve(void)
 	struct hw h, plain;
 	char err[ERR_LEN];
 	CHECK(hw_load("h100-sxm", &h, err) == 0, "%s", err);
-	CHECK(h.ramp_n == 19, "19 points above the smallest: %d", h.ramp_n);
+	CHECK(h.curve.n == 20, "the smallest message and 19 above it: %d", h.curve.n);
 	plain = h;
-	plain.ramp_n = 0;
+	plain.curve.n = 0;
 	struct span node = span_nodes(8, 1), pair = span_nodes(2, 1), two = span_nodes(16, 2);
 	double MiB = 1048576.0, t0 = 32768 * 1.75 / 1.44e9;
 	double S = 32 * MiB, want = 15e-6 + (S * 1.75 / 275.84e9 - t0);

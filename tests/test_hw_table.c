@@ -137,8 +137,8 @@ static void test_coll_curve(void)
 		CHECK(rc == -1 && strstr(err, bad[i][1]) && strstr(err, "nvlink_coll_curve"), "curve case %zu refused with '%s': %s", i, bad[i][1], err);
 	}
 	/* a profile without one prices collectives by NCCL's model alone; a child keeps its base's */
-	CHECK(hw_load("a100-sxm-80g", &h, err) == 0 && h.ramp_n == 0, "no curve on the A100: %s", err);
-	CHECK(hw_load("h100-sxm-efa", &h, err) == 0 && h.ramp_n == 19, "inherited from h100-sxm: %s", err);
+	CHECK(hw_load("a100-sxm-80g", &h, err) == 0 && h.curve.n == 0, "no curve on the A100: %s", err);
+	CHECK(hw_load("h100-sxm-efa", &h, err) == 0 && h.curve.n == 20, "inherited from h100-sxm: %s", err);
 }
 
 /* a profile that names a base states only what differs: every other field is the base's,
