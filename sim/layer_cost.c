@@ -337,26 +337,35 @@ static void compute_cost(const struct ectx *c, const struct dims *d, struct comp
 	}
 }
 
-/* TP/SP: 2 all-reduces (or all-gather + reduce-scatter pairs) per block forward and 2
- * backward, each of the full activation b·s·h [MEG §3.2; KOR §4.2.2]; with SP the
- * column-parallel layers (QKV, FC1) keep their input sharded and all-gather it again in
- * backward, 2 more all-gathers [KOR §4.2.2; model.md §2.2; nanotron tp_recompute_allgather,
- * frameworks.md §6], unless the framework keeps the gathered input (tp_regather 0); a
- * recomputed forward repeats the forward's 2 (added per block in estimate.c) */
+/* TP/SP per block, each collective of the full activation b·s·h [MEG §3.2; KOR §4.2.2]:
+ * without SP 2 all-reduces forward (after the row-parallel O and FC2) and 2 backward (the
+ * column-parallel QKV and FC1 input gradients); with SP an all-gather before each
+ * column-parallel layer and a reduce-scatter after each row-parallel one forward, and their
+ * transposes backward (a reduce-scatter of each column-parallel input gradient, an all-gather
+ * of each row-parallel output gradient) [KOR §4.2.2]. The pairs move an all-reduce's bytes,
+ * but they are the collectives NCCL chooses an algorithm for: an all-gather or reduce-scatter
+ * has no tree and no NVLink SHARP reduction, which an all-reduce of the same bytes would take
+ * [frameworks.md §5: candidates per collective]. With SP the column-parallel layers keep
+ * their input sharded and all-gather it again in backward, 2 more all-gathers [KOR §4.2.2;
+ * model.md §2.2; nanotron tp_recompute_allgather, frameworks.md §6], unless the framework
+ * keeps the gathered input (tp_regather 0); a recomputed forward repeats the forward's 2
+ * (added per block in estimate.c) */
 static void tp_cost(const struct ectx *c, const struct dims *d, const struct compute *cm, struct layer_cost *lc)
 {
 	const struct plan *p = c->p;
 	if (p->tp <= 1) return;
 	double t = d->t, S = d->E * d->T * d->H, g = cm->g;
-	double ar = ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
-	double rg = p->sp && p->tp_regather ? 2 * ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
-	double cf = 2 * ar, cb = 2 * ar;
+	double ag = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
+	double rs = p->sp ? ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g) : 0;
+	double pair = p->sp ? ag + rs : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
+	double rg = p->sp && p->tp_regather ? 2 * ag : 0;
+	double cf = 2 * pair, cb = 2 * pair;
 	/* zero-bubble schedules run the weight-gradient GEMMs apart from B, later (Qi et al. 2023,
 	 * "Zero Bubble Pipeline Parallelism" §2): a backward collective has only B's
 	 * input-gradient GEMMs to hide behind */
 	int split_w = (sched_family(p->schedule)->flags & SCHED_F_SPLIT_W) != 0;
 	if (d->ag_E < d->E) /* the forward's all-gathers move FP8 inputs, its reduce-scatters bf16 */
-		cf = 2 * (ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g));
+		cf = 2 * (ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) + rs);
 	if (!p->overlap_tp_comm) {
 		lc->tp_f = cf;
 		lc->tp_b = cb + rg;
@@ -371,7 +380,7 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 			 * the forward's column-parallel GEMMs. Under a split-W schedule the
 			 * weight-gradient GEMMs run later, so the gradient collectives stay exposed; the
 			 * re-gather still hides behind the input-gradient GEMMs. */
-			double over = p->sp ? cb / 2 : cb, win = cm->g_col;
+			double over = p->sp ? 2 * rs : cb, win = cm->g_col;
 			lc->tp_b = cb - over + hw_overlap_cost(c->h, over, split_w ? 0 : win) + hw_overlap_cost(c->h, rg, win);
 		}
 		return;

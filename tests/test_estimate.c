@@ -298,6 +298,36 @@ static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
 		  "float8 TP: forward all-gathers in FP8");
 }
 
+/* With SP a block's TP traffic is all-gathers and reduce-scatters, not all-reduces: the same
+ * bytes, but NCCL chooses per collective, and only an all-reduce has NVLink SHARP (NVLS) or a
+ * tree [NCCL src/graph/tuning.cc; frameworks.md §9.1: AG/RS candidates Ring, PAT, NVLS
+ * without the all-reduce's doubling]. On one 8-GPU node with a ring bandwidth X and an
+ * all-reduce NVLS bandwidth 4X, no latency, per layer and micro-batch (b 1, s 2048, h 12288,
+ * bf16, S = 2bsh bytes):
+ * - without SP, 4 all-reduces at NVLS: 4 · 2·(7/8)·S / 4X = 1.75 S/X;
+ * - with SP (tp_regather 0), 2 all-gathers and 2 reduce-scatters forward and as many
+ *   backward, each a ring moving (7/8)·S: 8 · (7/8)·S / X = 7 S/X (on the ring alone the two
+ *   would be equal: an all-reduce is a reduce-scatter and an all-gather).
+ * Outside the blocks, once per micro-batch: without SP the embedding's and the head's
+ * all-reduces of S and the cross-entropy's three fp32 all-reduces of s values, all at NVLS;
+ * with SP the embedding's reduce-scatter and its gradient's all-gather, the head's all-gather
+ * and its gradient's reduce-scatter (4 rings of (7/8)·S) and the same three all-reduces. */
+static void test_sp_collectives(const struct model *gpt3, const struct hw *h0)
+{
+	const double X = 100e9, S = 2.0 * 2048 * gpt3->hidden, ce = 3 * 2 * 7.0 / 8 * 4 * 2048 / (4 * X);
+	struct hw h;
+	ideal_copy(&h, h0, X);
+	h.tier[0].nvls_busbw_bps = 4 * X;
+	struct plan p;
+	struct estimate e;
+	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "seq", "2048", "gbs", "1", "overlap_tp_comm", "0"), &p, &e)) return;
+	double out = 2 * 2 * 7.0 / 8 * S / (4 * X) + ce;
+	CHECK_REL((e.kind[0].tp_comm_s / e.m - out) / gpt3->layers, 1.75 * S / X, 5e-4, "TP without SP: four all-reduces at NVLS");
+	if (run(gpt3, &h, KV("gpus", "8", "tp", "8", "sp", "1", "tp_regather", "0", "seq", "2048", "gbs", "1", "overlap_tp_comm", "0"), &p, &e)) return;
+	out = 4 * 7.0 / 8 * S / X + ce;
+	CHECK_REL((e.kind[0].tp_comm_s / e.m - out) / gpt3->layers, 7 * S / X, 5e-4, "TP with SP: all-gathers and reduce-scatters on the ring");
+}
+
 /* Ring attention: each of the cp−1 ring steps waits on its P2P exchange, so its fixed cost is
  * exposed once in forward and once in backward even when the transfer hides behind the
  * block's attention. llama-3-8b, cp 4 on one node, seq 8192: K/V of one step is
@@ -610,6 +640,7 @@ int main(void)
 	test_mfu_definition(&m8, &h);
 	test_bubble_fraction(&h);
 	test_comm_volumes(&gpt3, &h);
+	test_sp_collectives(&gpt3, &h);
 	test_zero3_per_block(&m8, &h);
 	test_overlap_switches(&m8, &h);
 	test_unfused_attention(&gpt3, &h);
