@@ -344,9 +344,9 @@ static void compute_cost(const struct ectx *c, const struct dims *d, struct comp
  * transposes backward (a reduce-scatter of each column-parallel input gradient, an all-gather
  * of each row-parallel output gradient) [KOR §4.2.2]. The pairs move an all-reduce's bytes,
  * but they are the collectives NCCL chooses an algorithm for: an all-gather or reduce-scatter
- * has no tree and no NVLink SHARP, which an all-reduce of the same bytes would take (frameworks.md
- * §9.1; on 8x H200 at 16 GiB all-reduce 480 GB/s by NVLS, all-gather 361 and reduce-scatter 363
- * by the ring, "NVLS implements all-reduce and nothing else": stas00/ml-engineering
+ * has no tree (frameworks.md §9.1) and, measured, runs the ring where an all-reduce of the same
+ * bytes runs NVLink SHARP (8x H200, 16 GiB: all-reduce 480 GB/s by NVLS, all-gather 361 and
+ * reduce-scatter 363 by the ring, NCCL's debug output naming the path; stas00/ml-engineering
  * network/README.md @744d01e). With SP the column-parallel layers keep
  * their input sharded and all-gather it again in backward, 2 more all-gathers [KOR §4.2.2;
  * model.md §2.2; nanotron tp_recompute_allgather, frameworks.md §6], unless the framework

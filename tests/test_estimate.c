@@ -299,11 +299,11 @@ static void test_comm_volumes(const struct model *gpt3, const struct hw *h0)
 }
 
 /* With SP a block's TP traffic is all-gathers and reduce-scatters, not all-reduces: the same
- * bytes, but NCCL chooses per collective, and only an all-reduce has NVLink SHARP (NVLS) or a
- * tree [NCCL src/graph/tuning.cc; frameworks.md §9.1: AG/RS candidates Ring, PAT, NVLS
- * without the all-reduce's doubling]. On one 8-GPU node with a ring bandwidth X and an
- * all-reduce NVLS bandwidth 4X, no latency, per layer and micro-batch (b 1, s 2048, h 12288,
- * bf16, S = 2bsh bytes):
+ * bytes, but NCCL chooses per collective, and only an all-reduce has a tree (frameworks.md
+ * §9.1) or, measured on 8x H200, NVLink SHARP (NVLS): all-reduce 480 GB/s, all-gather 361 and
+ * reduce-scatter 363 by the ring (ml-engineering network/README.md). On one 8-GPU node with a
+ * ring bandwidth X and an all-reduce NVLS bandwidth 4X, no latency, per layer and micro-batch
+ * (b 1, s 2048, h 12288, bf16, S = 2bsh bytes):
  * - without SP, 4 all-reduces at NVLS: 4 · 2·(7/8)·S / 4X = 1.75 S/X;
  * - with SP (tp_regather 0), 2 all-gathers and 2 reduce-scatters forward and as many
  *   backward, each a ring moving (7/8)·S: 8 · (7/8)·S / X = 7 S/X (on the ring alone the two
