@@ -359,15 +359,16 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	double t = d->t, S = d->E * d->T * d->H, g = cm->g;
 	double ag = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
 	double rs = p->sp ? ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g) : 0;
-	double pair = p->sp ? ag + rs : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
+	/* the forward's all-gathers move FP8 inputs where float8 TP gathers them (ag_E), its
+	 * reduce-scatters bf16 */
+	double ag_f = d->ag_E < d->E ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) : ag;
+	double ar = p->sp ? 0 : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
+	double cf = p->sp ? 2 * (ag_f + rs) : 2 * ar, cb = p->sp ? 2 * (ag + rs) : 2 * ar;
 	double rg = p->sp && p->tp_regather ? 2 * ag : 0;
-	double cf = 2 * pair, cb = 2 * pair;
 	/* zero-bubble schedules run the weight-gradient GEMMs apart from B, later (Qi et al. 2023,
 	 * "Zero Bubble Pipeline Parallelism" §2): a backward collective has only B's
 	 * input-gradient GEMMs to hide behind */
 	int split_w = (sched_family(p->schedule)->flags & SCHED_F_SPLIT_W) != 0;
-	if (d->ag_E < d->E) /* the forward's all-gathers move FP8 inputs, its reduce-scatters bf16 */
-		cf = 2 * (ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) + rs);
 	if (!p->overlap_tp_comm) {
 		lc->tp_f = cf;
 		lc->tp_b = cb + rg;
