@@ -69,6 +69,37 @@ static int read_entry(const cJSON *o, const char *name, int idx, struct fw_entry
 	return 0;
 }
 
+/* {key, values, source}: the values a plan key can take in the framework at all */
+static int read_offer(const cJSON *o, const char *name, int idx, struct fw_offer *f, char *err)
+{
+	struct plan probe;
+	char e2[ERR_LEN];
+	memset(f, 0, sizeof(*f));
+	if (!cJSON_IsObject(o)) return errf(err, "framework %s: offers[%d] must be an object", name, idx);
+	for (const cJSON *it = o->child; it; it = it->next) {
+		const char *k = it->string;
+		if (!strcmp(k, "key") || !strcmp(k, "source")) {
+			if (!cJSON_IsString(it) || !it->valuestring[0]) return errf(err, "framework %s: offers[%d].%s must be a non-empty string", name, idx, k);
+			snprintf(!strcmp(k, "key") ? f->key : f->source, !strcmp(k, "key") ? sizeof(f->key) : sizeof(f->source), "%s", it->valuestring);
+		} else if (!strcmp(k, "values")) {
+			if (!cJSON_IsArray(it)) return errf(err, "framework %s: offers[%d].values must be an array", name, idx);
+			for (const cJSON *v = it->child; v; v = v->next) {
+				if (f->n == FW_MAX_VALUES) return errf(err, "framework %s: offers[%d] lists more than %d values", name, idx, FW_MAX_VALUES);
+				if (json_text(v, f->values[f->n], sizeof(f->values[0]))) return errf(err, "framework %s: offers[%d].values must be strings, booleans or integers", name, idx);
+				f->n++;
+			}
+		} else {
+			return errf(err, "framework %s: offers[%d]: unknown field '%s'", name, idx, k);
+		}
+	}
+	if (!f->key[0] || !f->n || !f->source[0]) return errf(err, "framework %s: offers[%d] needs key, values and source", name, idx);
+	for (int i = 0; i < f->n; i++) {
+		plan_defaults(&probe);
+		if (plan_set(&probe, f->key, f->values[i], e2)) return errf(err, "framework %s: offers[%d]: %s", name, idx, e2);
+	}
+	return 0;
+}
+
 int framework_from_json(const char *text, const char *name, struct framework *fw, char *err)
 {
 	memset(fw, 0, sizeof(*fw));
@@ -89,6 +120,13 @@ int framework_from_json(const char *text, const char *name, struct framework *fw
 				if (fw->n == FW_MAX_ENTRIES) { errf(err, "framework %s: more than %d defaults", name, FW_MAX_ENTRIES); goto out; }
 				if (read_entry(d, name, fw->n, &fw->e[fw->n], err)) goto out;
 				fw->n++;
+			}
+		} else if (!strcmp(it->string, "offers")) {
+			if (!cJSON_IsArray(it)) { errf(err, "framework %s: offers must be an array", name); goto out; }
+			for (cJSON *d = it->child; d; d = d->next) {
+				if (fw->noffers == FW_MAX_OFFERS) { errf(err, "framework %s: more than %d offers", name, FW_MAX_OFFERS); goto out; }
+				if (read_offer(d, name, fw->noffers, &fw->offers[fw->noffers], err)) goto out;
+				fw->noffers++;
 			}
 		} else {
 			errf(err, "framework %s: unknown key '%s'", name, it->string);
@@ -116,6 +154,18 @@ int framework_load(const char *name_or_path, struct framework *fw, char *err)
 	int rc = framework_from_json(buf, base ? base + 1 : name_or_path, fw, err);
 	free(buf);
 	return rc;
+}
+
+int framework_offers(const struct framework *fw, const char *key, const char *value)
+{
+	for (int i = 0; i < fw->noffers; i++) {
+		const struct fw_offer *f = &fw->offers[i];
+		if (strcmp(f->key, key)) continue;
+		for (int j = 0; j < f->n; j++)
+			if (!strcmp(f->values[j], value)) return 1;
+		return 0;
+	}
+	return 1;
 }
 
 const char *const *framework_builtin_names(void)

@@ -461,34 +461,105 @@ static int complete_plan(struct val_row *r, const struct model *m, const struct 
 	return 0;
 }
 
-static void predict(struct val_row *r, const struct model *m, struct plan *p, const struct val_opts *opts)
+/* Completes and estimates the row's plan and fills its predictions; returns 0, or -1 with
+ * r->reason (the row is then not simulated). The caller reports the estimate (val_opts'
+ * callbacks) once it has chosen the row's plan. */
+static int predict(struct val_row *r, const struct model *m, struct plan *p, const struct val_opts *opts,
+		   struct estimate *e)
 {
 	struct hw h;
 	char err[ERR_LEN];
-	struct estimate e;
 	if (opts->hw) h = *opts->hw;
-	if ((!opts->hw && hw_load(r->gpu, &h, err)) || complete_plan(r, m, &h, p, &e, err)) {
+	if ((!opts->hw && hw_load(r->gpu, &h, err)) || complete_plan(r, m, &h, p, e, err)) {
 		snprintf(r->reason, sizeof(r->reason), "%s", err);
-		return;
+		return -1;
 	}
-	if (opts->explain) opts->explain(opts->row_ctx, r, p, &e);
 	r->simulated = 1;
-	r->pred_tps = e.tokens_per_s_per_gpu;
-	r->pred_step_s = e.step_time_s;
-	r->pred_mfu = e.mfu;
-	r->pred_fits = e.fits;
-	r->pred_peak_gib = e.peak_mem_bytes / GIB;
-	const struct rank_est *k = &e.kind[0];
+	r->pred_tps = e->tokens_per_s_per_gpu;
+	r->pred_step_s = e->step_time_s;
+	r->pred_mfu = e->mfu;
+	r->pred_fits = e->fits;
+	r->pred_peak_gib = e->peak_mem_bytes / GIB;
+	const struct rank_est *k = &e->kind[0];
 	if (!r->mem_rank0)
-		for (int i = 1; i < e.nkinds; i++)
-			if (e.kind[i].peak_bytes > k->peak_bytes) k = &e.kind[i];
+		for (int i = 1; i < e->nkinds; i++)
+			if (e->kind[i].peak_bytes > k->peak_bytes) k = &e->kind[i];
 	/* max_memory_allocated counts live tensors only */
 	r->pred_mem_gib = (r->mem_allocated ? k->live_bytes : k->peak_bytes) / GIB;
 	r->pred_static_gib = (k->weights_bytes + k->grads_bytes + k->optim_bytes) / GIB;
 	r->pred_act_gib = k->act_bytes / GIB;
 	r->pred_logits_gib = k->logits_bytes / GIB;
 	r->pred_buf_gib = (k->buffers_bytes + k->recv_bytes) / GIB;
-	if (opts->row) opts->row(opts->row_ctx, r, m, p);
+	return 0;
+}
+
+/* One row from its cells to its prediction: what it states, the --set overrides, then `key`
+ * set to `val` as if the row stated it (key NULL: none), then its framework's defaults and the
+ * completion. Returns 0 (predicted or not, r->reason says why not), -1 on a bad override
+ * (err). */
+static int row_predict(char **cell, const int *ix, int ix_step, struct val_row *r, const struct val_opts *opts,
+		       const char *key, const char *val, struct model *m, struct plan *p, struct estimate *e,
+		       char *err)
+{
+	int ok = row_measured(cell, ix, ix_step, r) == 0 && row_to_inputs(cell, ix, r, m, p) == 0;
+	/* overrides (what-if on a row) count as stated by the row: the framework's defaults do not
+	 * replace them, and the defaults that depend on them follow them (--set compile=1 selects
+	 * torchtitan's compiled loss and block) */
+	for (int i = 0; ok && i < opts->nset; i++) {
+		if (plan_set(p, opts->set_key[i], opts->set_val[i], err)) return -1;
+		char what[160];
+		snprintf(what, sizeof(what), "%s=%s", opts->set_key[i], opts->set_val[i]);
+		add_assumed(r, what);
+	}
+	if (ok && key && plan_set(p, key, val, err)) return -1;
+	ok = ok && row_framework(r, p, cell[ix[C_SCHED]]) == 0;
+	if (ok) predict(r, m, p, opts, e);
+	return 0;
+}
+
+/* A row that ran proves that its plan fitted. When the stage of sharding its framework's
+ * documented default gives (the row leaving it unknown) fits no completion, that default is not
+ * what ran (DeepSpeed's config defaults to stage 0, which no 175B model fits on 80 GB at tp 1):
+ * the row takes the fastest stage the framework offers (its profile's "offers") that fits
+ * instead, its framework's defaults that depend on the stage following it, and says so. Returns 0 (r, m, p, e replaced when a stage fits), -1 with
+ * err. */
+static int row_zero_fits(char **cell, const int *ix, int ix_step, struct val_row *r, const struct val_opts *opts,
+			 const struct val_row *blank, struct model *m, struct plan *p, struct estimate *e, char *err)
+{
+	int zi = plan_key_index("zero");
+	if (!r->simulated || r->pred_fits || strcmp(r->status, "ok") || !(r->fw_mask >> zi & 1) ||
+	    plan_key_stated(p, "zero"))
+		return 0;
+	struct framework fw;
+	if (framework_load(r->framework, &fw, err)) return -1;
+	struct val_row *t = malloc(2 * sizeof(*t)), *best = t + 1;
+	if (!t) return errf(err, "out of memory");
+	struct model tm, bm;
+	struct plan tp, bp;
+	struct estimate te, be;
+	int found = 0, rc = 0;
+	for (int z = 0; z <= 3; z++) {
+		if (z == p->zero) continue;
+		char v[4];
+		snprintf(v, sizeof(v), "%d", z);
+		if (!framework_offers(&fw, "zero", v)) continue;
+		*t = *blank;
+		if (row_predict(cell, ix, ix_step, t, opts, "zero", v, &tm, &tp, &te, err)) { rc = -1; break; }
+		if (t->simulated && t->pred_fits && (!found || t->pred_tps > best->pred_tps)) {
+			*best = *t; bm = tm; bp = tp; be = te;
+			found = 1;
+		}
+	}
+	if (!rc && found) {
+		char what[160];
+		snprintf(what, sizeof(what), "zero %d (the %s default, stage %d, fits no completion of a run that ran: the fastest stage that fits)",
+			 bp.zero, r->framework, p->zero);
+		*r = *best;
+		*m = bm; *p = bp; *e = be;
+		add_assumed(r, what);
+	}
+	free(t);
+	return rc;
 }
 
 /* --by's column list, COL[,COL...]: each a non-empty name, at most VAL_MAX_BY of them.
@@ -592,19 +663,14 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		r->mem_allocated = !strcmp(cell[ix[C_MEMKIND]], "allocated");
 		struct model m;
 		struct plan p;
-		int ok = row_measured(cell, ix, ix_step, r) == 0 && row_to_inputs(cell, ix, r, &m, &p) == 0;
-		/* overrides (what-if on a row) count as stated by the row: the framework's defaults
-		 * do not replace them, and the defaults that depend on them follow them (--set
-		 * compile=1 selects torchtitan's compiled loss and block) */
-		for (int i = 0; ok && i < opts->nset; i++) {
-			if (plan_set(&p, opts->set_key[i], opts->set_val[i], err)) { rc = -1; goto out; }
-			char what[160];
-			snprintf(what, sizeof(what), "%s=%s", opts->set_key[i], opts->set_val[i]);
-			add_assumed(r, what);
+		struct estimate e;
+		struct val_row blank = *r;
+		if (row_predict(cell, ix, ix_step, r, opts, NULL, NULL, &m, &p, &e, err) ||
+		    row_zero_fits(cell, ix, ix_step, r, opts, &blank, &m, &p, &e, err)) { rc = -1; goto out; }
+		if (r->simulated) {
+			if (opts->explain) opts->explain(opts->row_ctx, r, &p, &e);
+			if (opts->row) opts->row(opts->row_ctx, r, &m, &p);
 		}
-		ok = ok && row_framework(r, &p, cell[ix[C_SCHED]]) == 0;
-		if (ok)
-			predict(r, &m, &p, opts);
 		/* A run the row itself marks as measured with a framework defect that was fixed later
 		 * (the Playbook's pipeline runs before nanotron's pipeline-parallel performance fix
 		 * lose about a second per micro-batch to it) measures the defect, not the plan: it is

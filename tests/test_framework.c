@@ -104,6 +104,12 @@ static void test_malformed(void)
 		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"zero\",\"value\":1,\"source\":\"s\",\"if\":\"pp\"}]}", "KEY OP VALUE"},
 		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"zero\",\"value\":1,\"source\":\"s\",\"if\":\"nokey>1\"}]}", "no plan key 'nokey'"},
 		{"{\"describes\":\"x\",\"defaults\":[{\"key\":\"zero\",\"value\":1,\"source\":\"s\",\"when\":1}]}", "unknown field 'when'"},
+		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[0,9],\"source\":\"s\"}]}", "offers[0]: "},
+		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[],\"source\":\"s\"}]}", "needs key, values and source"},
+		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[0,1]}]}", "needs key, values and source"},
+		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":1,\"source\":\"s\"}]}", "values must be an array"},
+		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[0],\"source\":\"s\",\"if\":\"pp>1\"}]}", "unknown field 'if'"},
+		{"{\"describes\":\"x\",\"offers\":{}}", "offers must be an array"},
 		{"{\"defaults\":[]}", "missing 'describes'"},
 		{"{\"describes\":\"x\",\"extra\":1}", "unknown key 'extra'"},
 		{"[1]", "must be a JSON object"},
@@ -113,10 +119,25 @@ static void test_malformed(void)
 	CHECK(framework_load("no-such-framework", &fw, err) && strstr(err, "unknown framework"), "%s", err);
 }
 
+/* the values a framework offers for a key: nanotron's optimizer is ZeRO-1 for any stage above 0
+ * (helpers.py), so it offers 0 and 1; a key a profile does not list takes any value */
+static void test_offers(void)
+{
+	char err[ERR_LEN];
+	struct framework fw;
+	CHECK(!framework_load("nanotron", &fw, err), "%s", err);
+	CHECK(framework_offers(&fw, "zero", "0") && framework_offers(&fw, "zero", "1"), "nanotron offers ZeRO 0 and 1");
+	CHECK(!framework_offers(&fw, "zero", "2") && !framework_offers(&fw, "zero", "3"), "nanotron offers no ZeRO-2 or -3");
+	CHECK(framework_offers(&fw, "recompute", "full"), "a key nanotron lists no values for takes any");
+	CHECK(!framework_load("deepspeed", &fw, err), "%s", err);
+	CHECK(framework_offers(&fw, "zero", "3"), "deepspeed lists no restriction: ZeRO-3 offered");
+}
+
 int main(void)
 {
 	test_builtin();
 	test_apply();
+	test_offers();
 	test_malformed();
 	return test_summary("test_framework");
 }
