@@ -343,26 +343,35 @@ bad:
 #define FILL_MAX 10
 #define FILL_VALS 24
 struct fill {
+	const struct framework *fw; /* the row's framework: only the values it offers; NULL: any */
 	const char *key[FILL_MAX];
 	char val[FILL_MAX][FILL_VALS][16];
 	int nval[FILL_MAX], nkeys;
 };
 
+static int fill_offered(const struct fill *f, const char *key, const char *v)
+{
+	return !f->fw || framework_offers(f->fw, key, v);
+}
+
 static void fill_add(struct fill *f, const char *key, int lo, int hi, int (*keep)(int, const void *), const void *arg)
 {
 	int k = f->nkeys, n = 0;
 	if (k == FILL_MAX) return;
-	for (int v = lo; v <= hi && n < FILL_VALS; v++)
-		if (!keep || keep(v, arg)) snprintf(f->val[k][n++], 16, "%d", v);
+	for (int v = lo; v <= hi && n < FILL_VALS; v++) {
+		snprintf(f->val[k][n], 16, "%d", v);
+		if ((!keep || keep(v, arg)) && fill_offered(f, key, f->val[k][n])) n++;
+	}
 	if (n) { f->key[k] = key; f->nval[k] = n; f->nkeys++; }
 }
 
 static void fill_names(struct fill *f, const char *key, const char *const *names, int n)
 {
-	int k = f->nkeys;
+	int k = f->nkeys, m = 0;
 	if (k == FILL_MAX || n > FILL_VALS) return;
-	for (int i = 0; i < n; i++) snprintf(f->val[k][i], 16, "%s", names[i]);
-	f->key[k] = key; f->nval[k] = n; f->nkeys++;
+	for (int i = 0; i < n; i++)
+		if (fill_offered(f, key, names[i])) snprintf(f->val[k][m++], 16, "%s", names[i]);
+	if (m) { f->key[k] = key; f->nval[k] = m; f->nkeys++; }
 }
 
 static int divides(int v, const void *arg) { return *(const int *)arg % v == 0; }
@@ -375,9 +384,11 @@ static int ep_ok(int v, const void *arg)
 	return a->dpcp % v == 0 && a->experts % v == 0;
 }
 
-static void fill_candidates(const struct val_row *r, const struct model *m, const struct plan *p, struct fill *f)
+static void fill_candidates(const struct val_row *r, const struct model *m, const struct plan *p,
+			    const struct framework *fw, struct fill *f)
 {
 	memset(f, 0, sizeof(*f));
+	f->fw = fw;
 	int local = p->dp > 0 && p->gbs % p->dp == 0 ? p->gbs / p->dp : 1;
 	if (!known(r, p, "mbs")) fill_add(f, "mbs", 1, local < 64 ? local : 64, divides, &local);
 	if (!known(r, p, "recompute")) {
@@ -421,12 +432,14 @@ static int complete_plan(struct val_row *r, const struct model *m, const struct 
 			p->stated &= ~((uint64_t)1 << plan_key_index(overlaps[i]));
 			r->filled_overlaps = 1;
 		}
+	char e2[ERR_LEN] = "";
 	struct fill f;
-	fill_candidates(r, m, p, &f);
+	struct framework fw;
+	int have_fw = r->framework[0] && !framework_load(r->framework, &fw, e2);
+	fill_candidates(r, m, p, have_fw ? &fw : NULL, &f);
 	int idx[FILL_MAX] = {0}, ok_row = !strcmp(r->status, "ok"), have = 0, have_fit = 0;
 	struct plan best = *p;
 	double best_tps = -1;
-	char e2[ERR_LEN] = "";
 	for (;;) {
 		struct plan q = *p;
 		struct estimate eq;
@@ -493,13 +506,13 @@ static int predict(struct val_row *r, const struct model *m, struct plan *p, con
 	return 0;
 }
 
-/* One row from its cells to its prediction: what it states, the --set overrides, then `key`
- * set to `val` as if the row stated it (key NULL: none), then its framework's defaults and the
+/* One row from its cells to its prediction: what it states, the --set overrides, then the n
+ * keys `key` set to `val` as if the row stated them, then its framework's defaults and the
  * completion. Returns 0 (predicted or not, r->reason says why not), -1 on a bad override
  * (err). */
 static int row_predict(char **cell, const int *ix, int ix_step, struct val_row *r, const struct val_opts *opts,
-		       const char *key, const char *val, struct model *m, struct plan *p, struct estimate *e,
-		       char *err)
+		       const char *const *key, const char *const *val, int n, struct model *m, struct plan *p,
+		       struct estimate *e, char *err)
 {
 	int ok = row_measured(cell, ix, ix_step, r) == 0 && row_to_inputs(cell, ix, r, m, p) == 0;
 	/* overrides (what-if on a row) count as stated by the row: the framework's defaults do not
@@ -511,52 +524,87 @@ static int row_predict(char **cell, const int *ix, int ix_step, struct val_row *
 		snprintf(what, sizeof(what), "%s=%s", opts->set_key[i], opts->set_val[i]);
 		add_assumed(r, what);
 	}
-	if (ok && key && plan_set(p, key, val, err)) return -1;
+	for (int i = 0; ok && i < n; i++)
+		if (plan_set(p, key[i], val[i], err)) return -1;
 	ok = ok && row_framework(r, p, cell[ix[C_SCHED]]) == 0;
 	if (ok) predict(r, m, p, opts, e);
 	return 0;
 }
 
-/* A row that ran proves that its plan fitted. When the stage of sharding its framework's
- * documented default gives (the row leaving it unknown) fits no completion, that default is not
- * what ran (DeepSpeed's config defaults to stage 0, which no 175B model fits on 80 GB at tp 1):
- * the row takes the fastest stage the framework offers (its profile's "offers") that fits
- * instead, its framework's defaults that depend on the stage following it, and says so. Returns 0 (r, m, p, e replaced when a stage fits), -1 with
- * err. */
-static int row_zero_fits(char **cell, const int *ix, int ix_step, struct val_row *r, const struct val_opts *opts,
-			 const struct val_row *blank, struct model *m, struct plan *p, struct estimate *e, char *err)
+/* A row that ran proves that its plan fitted. When the row leaves a cell to its framework's
+ * documented default and no completion of that default fits, the default is not what ran
+ * (DeepSpeed's config defaults to ZeRO stage 0, which no 175B model fits on 80 GB at tp 1;
+ * nanotron's pipeline engine defaults to all-forward-all-backward, which holds every
+ * micro-batch at once): the row takes the fastest combination that fits of the values the
+ * framework offers for those cells (its profile's "offers"; for the ZeRO stage, any when it
+ * lists none), its defaults that depend on them following them, and says so. The cells: the
+ * ZeRO stage, and the pipeline schedule where the framework lists its schedules. Returns 0 (r,
+ * m, p, e replaced when a combination fits), -1 with err. */
+#define RELEASE_KEYS 2
+#define RELEASE_VALS 8
+static int row_defaults_fit(char **cell, const int *ix, int ix_step, struct val_row *r, const struct val_opts *opts,
+			    const struct val_row *blank, struct model *m, struct plan *p, struct estimate *e, char *err)
 {
-	int zi = plan_key_index("zero");
-	if (!r->simulated || r->pred_fits || strcmp(r->status, "ok") || !(r->fw_mask >> zi & 1) ||
-	    plan_key_stated(p, "zero"))
-		return 0;
+	static const char *const keys[RELEASE_KEYS] = {"zero", "schedule"};
+	static const char *const stages[] = {"0", "1", "2", "3"};
+	if (!r->simulated || r->pred_fits || strcmp(r->status, "ok") || !r->framework[0]) return 0;
 	struct framework fw;
 	if (framework_load(r->framework, &fw, err)) return -1;
+	const char *key[RELEASE_KEYS], *vals[RELEASE_KEYS][RELEASE_VALS];
+	char was[RELEASE_KEYS][32];
+	int nval[RELEASE_KEYS], nk = 0;
+	for (int i = 0; i < RELEASE_KEYS; i++) {
+		if (!(r->fw_mask >> plan_key_index(keys[i]) & 1) || plan_key_stated(p, keys[i])) continue;
+		int n = 0;
+		for (int j = 0; j < fw.noffers; j++)
+			if (!strcmp(fw.offers[j].key, keys[i]))
+				for (int v = 0; v < fw.offers[j].n && n < RELEASE_VALS; v++) vals[nk][n++] = fw.offers[j].values[v];
+		if (!n && !strcmp(keys[i], "zero"))
+			for (int j = 0; j < 4; j++) vals[nk][n++] = stages[j];
+		if (n < 2 || plan_get(p, keys[i], was[nk], sizeof(was[nk]))) continue;
+		key[nk] = keys[i];
+		nval[nk++] = n;
+	}
+	if (!nk) return 0;
 	struct val_row *t = malloc(2 * sizeof(*t)), *best = t + 1;
 	if (!t) return errf(err, "out of memory");
 	struct model tm, bm;
 	struct plan tp, bp;
 	struct estimate te, be;
-	int found = 0, rc = 0;
-	for (int z = 0; z <= 3; z++) {
-		if (z == p->zero) continue;
-		char v[4];
-		snprintf(v, sizeof(v), "%d", z);
-		if (!framework_offers(&fw, "zero", v)) continue;
-		*t = *blank;
-		if (row_predict(cell, ix, ix_step, t, opts, "zero", v, &tm, &tp, &te, err)) { rc = -1; break; }
-		if (t->simulated && t->pred_fits && (!found || t->pred_tps > best->pred_tps)) {
-			*best = *t; bm = tm; bp = tp; be = te;
-			found = 1;
+	int idx[RELEASE_KEYS] = {0}, found = 0, rc = 0;
+	for (;;) {
+		const char *val[RELEASE_KEYS];
+		int same = 1;
+		for (int k = 0; k < nk; k++) {
+			val[k] = vals[k][idx[k]];
+			same &= !strcmp(val[k], was[k]);
 		}
+		if (!same) {
+			*t = *blank;
+			if (row_predict(cell, ix, ix_step, t, opts, key, val, nk, &tm, &tp, &te, err)) { rc = -1; break; }
+			if (t->simulated && t->pred_fits && (!found || t->pred_tps > best->pred_tps)) {
+				*best = *t; bm = tm; bp = tp; be = te;
+				found = 1;
+			}
+		}
+		int k = 0;
+		while (k < nk && ++idx[k] == nval[k]) idx[k++] = 0;
+		if (k == nk) break;
 	}
 	if (!rc && found) {
-		char what[160];
-		snprintf(what, sizeof(what), "zero %d (the %s default, stage %d, fits no completion of a run that ran: the fastest stage that fits)",
-			 bp.zero, r->framework, p->zero);
+		char what[300] = "", now[160] = "";
+		for (int k = 0; k < nk; k++) {
+			char v[32];
+			plan_get(&bp, key[k], v, sizeof(v));
+			snprintf(now + strlen(now), sizeof(now) - strlen(now), "%s%s %s", k ? ", " : "", key[k], v);
+			snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s %s", k ? ", " : "", key[k], was[k]);
+		}
+		char line[480];
+		snprintf(line, sizeof(line), "%s (the %s default%s %s %s no completion of a run that ran: the fastest it offers that fits)",
+			 now, r->framework, nk > 1 ? "s" : "", what, nk > 1 ? "fit" : "fits");
 		*r = *best;
 		*m = bm; *p = bp; *e = be;
-		add_assumed(r, what);
+		add_assumed(r, line);
 	}
 	free(t);
 	return rc;
@@ -665,8 +713,8 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		struct plan p;
 		struct estimate e;
 		struct val_row blank = *r;
-		if (row_predict(cell, ix, ix_step, r, opts, NULL, NULL, &m, &p, &e, err) ||
-		    row_zero_fits(cell, ix, ix_step, r, opts, &blank, &m, &p, &e, err)) { rc = -1; goto out; }
+		if (row_predict(cell, ix, ix_step, r, opts, NULL, NULL, 0, &m, &p, &e, err) ||
+		    row_defaults_fit(cell, ix, ix_step, r, opts, &blank, &m, &p, &e, err)) { rc = -1; goto out; }
 		if (r->simulated) {
 			if (opts->explain) opts->explain(opts->row_ctx, r, &p, &e);
 			if (opts->row) opts->row(opts->row_ctx, r, &m, &p);

@@ -120,7 +120,8 @@ static void test_malformed(void)
 }
 
 /* the values a framework offers for a key: nanotron's optimizer is ZeRO-1 for any stage above 0
- * (helpers.py), so it offers 0 and 1; a key a profile does not list takes any value */
+ * (helpers.py), so it offers 0 and 1; its pipeline engines are AFAB and 1F1B; its recompute is
+ * the whole layer; a key a profile does not list takes any value */
 static void test_offers(void)
 {
 	char err[ERR_LEN];
@@ -128,7 +129,11 @@ static void test_offers(void)
 	CHECK(!framework_load("nanotron", &fw, err), "%s", err);
 	CHECK(framework_offers(&fw, "zero", "0") && framework_offers(&fw, "zero", "1"), "nanotron offers ZeRO 0 and 1");
 	CHECK(!framework_offers(&fw, "zero", "2") && !framework_offers(&fw, "zero", "3"), "nanotron offers no ZeRO-2 or -3");
-	CHECK(framework_offers(&fw, "recompute", "full"), "a key nanotron lists no values for takes any");
+	CHECK(framework_offers(&fw, "schedule", "1f1b") && !framework_offers(&fw, "schedule", "interleaved"),
+	      "nanotron's pipeline engines: afab and 1f1b");
+	CHECK(framework_offers(&fw, "recompute", "full") && !framework_offers(&fw, "recompute", "selective"),
+	      "nanotron recomputes whole layers only");
+	CHECK(framework_offers(&fw, "sp", "0"), "a key nanotron lists no values for takes any");
 	CHECK(!framework_load("deepspeed", &fw, err), "%s", err);
 	CHECK(framework_offers(&fw, "zero", "3"), "deepspeed lists no restriction: ZeRO-3 offered");
 }

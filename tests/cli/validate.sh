@@ -381,28 +381,35 @@ expect_rc 0 "$SP" validate "$TMP/pbstates.tsv" --json --set pp_split=balanced
 if python3 -c 'import json,sys; r={x["id"]:x for x in json.load(open(sys.argv[1]))["results"]}; sys.exit(0 if r["PBS1733"]["pred_mem_parts_gib"]["static"] < 21.30 / 1.1 else 1)' "$TMP/out"
 then ok; else bad "an even split should leave rank 0 of the 16-stage row well below its measured states"; fi
 
-# a row that ran proves its plan fitted: when the ZeRO stage its framework documents as the
-# default fits no completion (the row leaving zero empty), the row takes the fastest stage the
-# framework offers that fits, and says so. By hand: GPT-3 175B's fp16 weights alone are
-# 2 B x 174.6e9 = 349 GB against an A100's 80 GB, so at tp = pp = 1 only ZeRO-3, which shards
-# the parameters, can fit (DeepSpeed's config defaults to stage 0). A 70B Llama at tp 8 · pp 2
-# holds 40 layers and the embedding, 4.41e9 parameters, on its first rank; nanotron at ZeRO-0
-# keeps 20 B of states for each (bf16 weight 2, fp32 accumulator 4, DDP bucket 2, fp32 master 4,
-# Adam 8) = 88 GB, more than an H100's 80 GB, so it needs ZeRO-1, the one other stage nanotron
-# has: ZeRO-2 fits too and is faster (shown below), but nanotron offers none. An oom row keeps
-# the default.
+# a row that ran proves its plan fitted: when a cell it leaves to its framework's documented
+# default (the ZeRO stage, the pipeline schedule) fits no completion, the row takes the fastest
+# combination the framework offers that fits, and says so. By hand: GPT-3 175B's fp16 weights
+# alone are 2 B x 174.6e9 = 349 GB against an A100's 80 GB, so at tp = pp = 1 only ZeRO-3, which
+# shards the parameters, can fit (DeepSpeed's config defaults to stage 0). A 70B Llama at
+# tp 8 · pp 2 holds 40 layers and the embedding, 4.41e9 parameters, on its first rank; nanotron
+# at ZeRO-0 keeps 20 B of states for each (bf16 weight 2, fp32 accumulator 4, DDP bucket 2, fp32
+# master 4, Adam 8) = 88 GB, more than an H100's 80 GB, so it needs ZeRO-1, the one other stage
+# nanotron has: ZeRO-2 fits too and is faster (shown below), but nanotron offers none. nanotron's
+# pipeline engine defaults to all-forward-all-backward, which holds all 64 micro-batches of an
+# 8B Llama's 8 layers a stage at pp 4: their gate and up projections alone are 64 x 8 x 2 x
+# 14336 x 4096 tokens x 2 B = 120 GB, so the row takes 1F1B, nanotron's other engine; stated, AFAB
+# stays and does not fit. An oom row keeps the defaults.
 G175=(gpt3-test 96 12288 49152 96 96 128 51200 1 layernorm gelu 0 0 0 0 0 2048 1536)
 {
 	tsv_row "${HEADER[@]}"
 	tsv_row Z1 test deepspeed "${G175[@]}" 4 a100-sxm-80g 8 384 1 1 384 1 1 1 0 "" full none fp16 ok 100 "" "" "" "" "" "" high "zero not stated"
 	tsv_row Z2 test nanotron "${ARCH70[@]:1:18}" 1 h100-sxm 8 128 8 2 8 1 1 1 1 "" none 1f1b bf16 ok 500 "" "" "" "" "" "" high "zero not stated"
 	tsv_row Z3 test nanotron "${ARCH70[@]:1:18}" 1 h100-sxm 8 128 8 2 8 1 1 1 1 "" none 1f1b bf16 oom "" "" "" "" "" "" "" high "zero not stated"
+	tsv_row Z4 test nanotron "${ARCH[@]:1:17}" 128 1 h100-sxm 8 8 1 4 2 1 1 1 1 1 none "" bf16 ok 5000 "" "" "" "" "" "" high "schedule not stated"
+	tsv_row Z5 test nanotron "${ARCH[@]:1:17}" 128 1 h100-sxm 8 8 1 4 2 1 1 1 1 1 none afab bf16 ok 5000 "" "" "" "" "" "" high "afab stated"
 } >"$TMP/zero.tsv"
 expect_rc 0 "$SP" validate "$TMP/zero.tsv" --json
 cp "$TMP/out" "$TMP/zero.json"
-json_check "$TMP/zero.json" 'd["results"][0]["pred_fits"] and "zero 3 (the deepspeed default, stage 0, fits no completion" in d["results"][0]["assumed"]'
-json_check "$TMP/zero.json" 'd["results"][1]["pred_fits"] and "zero 1 (the nanotron default, stage 0, fits no completion" in d["results"][1]["assumed"]'
-json_check "$TMP/zero.json" 'not d["results"][2]["pred_fits"] and "zero 0 (nanotron)" in d["results"][2]["assumed"] and "fits no completion of" not in d["results"][2]["assumed"]'
+json_check "$TMP/zero.json" 'd["results"][0]["pred_fits"] and "zero 3 (the deepspeed default zero 0 fits no completion" in d["results"][0]["assumed"]'
+json_check "$TMP/zero.json" 'd["results"][1]["pred_fits"] and "zero 1 (the nanotron default zero 0 fits no completion" in d["results"][1]["assumed"]'
+json_check "$TMP/zero.json" 'not d["results"][2]["pred_fits"] and "zero 0 (nanotron)" in d["results"][2]["assumed"] and "no completion of" not in d["results"][2]["assumed"]'
+json_check "$TMP/zero.json" 'd["results"][3]["pred_fits"] and "schedule 1f1b (the nanotron default schedule afab fits no completion" in d["results"][3]["assumed"]'
+json_check "$TMP/zero.json" 'not d["results"][4]["pred_fits"] and "no completion of" not in d["results"][4]["assumed"]'
 expect_rc 0 "$SP" validate "$TMP/zero.tsv" --row Z2 --set zero=2 --json
 cp "$TMP/out" "$TMP/zero2.json"
 Z1TPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][1]["pred_tokens_per_s_per_gpu"])' "$TMP/zero.json")
