@@ -38,6 +38,10 @@ struct ctx {
 	 * -1 unknown */
 	double ubt[4][2][4][4];
 	struct plan scratch;
+	/* what tune --framework's profile offers (its "offers"): bits of the ZeRO stages, the
+	 * schedules (enum schedule) and the recompute modes (enum recompute) it has; all bits
+	 * without a framework */
+	unsigned offer_zero, offer_sched, offer_rc;
 };
 
 /* the score a plan must beat to be shown: the K-th best so far and the best so far of every
@@ -267,7 +271,7 @@ static int inner(struct ctx *c, struct search_cand *k, int rej, int stage_layers
 		double *ub = c->ubt[k->zero][k->sp][mi];
 		for (int i = 0; i < NRC; i++) {
 			int mode, layers;
-			if (!rc_option(&rq->fix, i, stage_layers, &mode, &layers)) continue;
+			if (!rc_option(&rq->fix, i, stage_layers, &mode, &layers) || !(c->offer_rc >> mode & 1)) continue;
 			k->recompute = mode;
 			k->recompute_layers = layers;
 			if (rej2 >= 0) { reject_all(c, &ov, rej2); continue; }
@@ -352,7 +356,7 @@ static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 	for (int i = 0; i < no; i++) { rep[i] = i; mask[i] = 1 << ord[i]; }
 	if (rej < 0 && !rq->exhaustive) search_order_twins(rq, c->gpn, k, ord, no, rep, mask);
 	for (int si = 0; si < ns; si++) {
-		if (FIXED(rq->fix.schedule, sched[si]) || FIXED(rq->fix.vpp, vpp[si])) continue;
+		if (FIXED(rq->fix.schedule, sched[si]) || FIXED(rq->fix.vpp, vpp[si]) || !(c->offer_sched >> sched[si] & 1)) continue;
 		k->schedule = sched[si];
 		k->vpp = vpp[si];
 		const struct sched_family *f = sched_family((enum schedule)sched[si]);
@@ -375,7 +379,7 @@ static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 			k->orders = mask[oi];
 			for (double *u = &c->ubt[0][0][0][0]; u < &c->ubt[0][0][0][0] + sizeof(c->ubt) / sizeof(double); u++) *u = -1;
 			for (int zero = 0; zero <= 3; zero++) {
-				if (FIXED(rq->fix.zero, zero)) continue;
+				if (FIXED(rq->fix.zero, zero) || !(c->offer_zero >> zero & 1)) continue;
 				k->zero = zero;
 				for (int sp = k->tp > 1; sp >= 0; sp--) { /* SP on first: it bounds SP off */
 					if (FIXED(rq->fix.sp, sp)) continue;
@@ -445,6 +449,19 @@ static int ctx_init(struct ctx *c, const struct search_req *rq, struct search_re
 	c->dominated = -1;
 	c->k = rq->top > 0 ? rq->top : 10;
 	for (int i = 0; i < SEARCH_NSHAPES; i++) c->shape_best[i] = -1;
+	c->offer_zero = c->offer_sched = c->offer_rc = ~0u;
+	if (rq->has_fw) {
+		char v[4];
+		for (int z = 0; z <= 3; z++) {
+			snprintf(v, sizeof(v), "%d", z);
+			if (!framework_offers(&rq->fw, "zero", v)) c->offer_zero &= ~(1u << z);
+		}
+		/* no pipeline is every framework's */
+		for (int sc = SCHED_NONE + 1; sc < SCHED_COUNT; sc++)
+			if (!framework_offers(&rq->fw, "schedule", schedule_name((enum schedule)sc))) c->offer_sched &= ~(1u << sc);
+		for (int m = RC_NONE; m <= RC_OP; m++)
+			if (!framework_offers(&rq->fw, "recompute", recompute_name((enum recompute)m))) c->offer_rc &= ~(1u << m);
+	}
 	if (!rq->exhaustive && !(c->kbest = malloc(sizeof(double) * (size_t)c->k))) return errf(err, "search: out of memory");
 	c->gpn = rq->base.gpus_per_node > 0 ? rq->base.gpus_per_node : rq->h->gpus_per_node;
 	/* every plan's peak holds the GEMM workspaces (added to the bound in price), and its pool

@@ -237,6 +237,16 @@ cp "$TMP/out" "$TMP/nofw.json"
 expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 16 --seq 8192 --gbs 64 --top 1 --no-db --json --framework torchtitan
 python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["plans"][0]; b=json.load(open(sys.argv[2]))["plans"][0]; sys.exit(0 if b["tokens_per_s_per_gpu"] < a["tokens_per_s_per_gpu"] else 1)' "$TMP/nofw.json" "$TMP/out" \
 	&& ok || bad "tune --framework torchtitan should price its eager block (slower than the fused default)"
+# --framework F searches only what F has (its profile's "offers"): nanotron's ZeRO stages are 0
+# and 1 (any zero_stage above 0 builds its ZeRO-1 optimizer) and its pipeline engines AFAB and
+# 1F1B, so no listed plan shards gradients or parameters or interleaves; without it the same
+# search's best plans do (ZeRO-2, interleaved and zero-bubble schedules are among its top 8)
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 64 --seq 4096 --gbs 256 --top 30 --no-db --json --framework nanotron
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 30 and all(x["zero"] <= 1 and x["schedule"] in ("none", "afab", "1f1b") and x["recompute"] != "selective" for x in p) else 1)' "$TMP/out" \
+	&& ok || bad "tune --framework nanotron lists plans nanotron cannot run: $(head -c 300 "$TMP/out")"
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 64 --seq 4096 --gbs 256 --top 8 --no-db --json
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if any(x["zero"] >= 2 or x["schedule"] not in ("none", "afab", "1f1b") for x in p) else 1)' "$TMP/out" \
+	&& ok || bad "without a framework the search should list ZeRO-2/3 or other schedules among its best"
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --no-db --framework nosuch
 expect_err_line 'nosuch'
 # the tie threshold is the throughput MAPE validate publishes for the published runs
