@@ -121,7 +121,8 @@ static void test_malformed(void)
 
 /* the values a framework offers for a key: nanotron's optimizer is ZeRO-1 for any stage above 0
  * (helpers.py), so it offers 0 and 1; its pipeline engines are AFAB and 1F1B; its recompute is
- * the whole layer; a key a profile does not list takes any value */
+ * the whole layer; Megatron's get_forward_backward_func has 1F1B and interleaved 1F1B; a key a
+ * profile does not list takes any value */
 static void test_offers(void)
 {
 	char err[ERR_LEN];
@@ -134,6 +135,13 @@ static void test_offers(void)
 	CHECK(framework_offers(&fw, "recompute", "full") && !framework_offers(&fw, "recompute", "selective"),
 	      "nanotron recomputes whole layers only");
 	CHECK(framework_offers(&fw, "sp", "0"), "a key nanotron lists no values for takes any");
+	static const char *const megatron[] = {"megatron-lm", "megatron-core", "nemo", "megatron-bridge"};
+	for (size_t i = 0; i < sizeof(megatron) / sizeof(megatron[0]); i++) {
+		CHECK(!framework_load(megatron[i], &fw, err), "%s", err);
+		CHECK(framework_offers(&fw, "schedule", "1f1b") && framework_offers(&fw, "schedule", "interleaved") &&
+		      !framework_offers(&fw, "schedule", "zb-v") && !framework_offers(&fw, "schedule", "dualpipe"),
+		      "%s runs 1F1B and interleaved 1F1B only", megatron[i]);
+	}
 	CHECK(!framework_load("deepspeed", &fw, err), "%s", err);
 	CHECK(framework_offers(&fw, "zero", "3"), "deepspeed lists no restriction: ZeRO-3 offered");
 }
