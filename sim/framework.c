@@ -38,19 +38,40 @@ static int json_text(const cJSON *v, char *out, size_t n)
 	return 0;
 }
 
-static int read_entry(const cJSON *o, const char *name, int idx, struct fw_entry *e, char *err)
+/* The "key" and "source" fields every entry of a list (defaults, offers) has: 1 when `it` is one
+ * of them (copied into key or source), 0 when it is another field, -1 with err. */
+static int key_or_source(const cJSON *it, const char *name, const char *list, int idx, char *key, size_t nkey,
+			 char *source, size_t nsource, char *err)
+{
+	const char *k = it->string;
+	if (strcmp(k, "key") && strcmp(k, "source")) return 0;
+	if (!cJSON_IsString(it) || !it->valuestring[0])
+		return errf(err, "framework %s: %s[%d].%s must be a non-empty string", name, list, idx, k);
+	if (!strcmp(k, "key")) snprintf(key, nkey, "%s", it->valuestring);
+	else snprintf(source, nsource, "%s", it->valuestring);
+	return 1;
+}
+
+/* 0 when the plan parser takes `value` for `key`, else -1 with err */
+static int value_parses(const char *key, const char *value, const char *name, const char *list, int idx, char *err)
 {
 	struct plan probe;
 	char e2[ERR_LEN];
+	plan_defaults(&probe);
+	if (plan_set(&probe, key, value, e2)) return errf(err, "framework %s: %s[%d]: %s", name, list, idx, e2);
+	return 0;
+}
+
+static int read_entry(const cJSON *o, const char *name, int idx, struct fw_entry *e, char *err)
+{
 	memset(e, 0, sizeof(*e));
 	if (!cJSON_IsObject(o)) return errf(err, "framework %s: defaults[%d] must be an object", name, idx);
 	for (const cJSON *it = o->child; it; it = it->next) {
 		const char *k = it->string;
-		if (!strcmp(k, "key") || !strcmp(k, "source")) {
-			if (!cJSON_IsString(it) || !it->valuestring[0]) return errf(err, "framework %s: defaults[%d].%s must be a non-empty string", name, idx, k);
-			if (!strcmp(k, "key")) snprintf(e->key, sizeof(e->key), "%s", it->valuestring);
-			else snprintf(e->source, sizeof(e->source), "%s", it->valuestring);
-		} else if (!strcmp(k, "value")) {
+		int ks = key_or_source(it, name, "defaults", idx, e->key, sizeof(e->key), e->source, sizeof(e->source), err);
+		if (ks < 0) return -1;
+		if (ks) continue;
+		if (!strcmp(k, "value")) {
 			if (json_text(it, e->value, sizeof(e->value))) return errf(err, "framework %s: defaults[%d].value must be a string, boolean or integer", name, idx);
 		} else if (!strcmp(k, "if")) {
 			if (!cJSON_IsString(it) || parse_cond(it->valuestring, e)) return errf(err, "framework %s: defaults[%d].if must read KEY OP VALUE (OP one of = != > >= < <=)", name, idx);
@@ -63,8 +84,7 @@ static int read_entry(const cJSON *o, const char *name, int idx, struct fw_entry
 		}
 	}
 	if (!e->key[0] || !e->value[0] || !e->source[0]) return errf(err, "framework %s: defaults[%d] needs key, value and source", name, idx);
-	plan_defaults(&probe);
-	if (plan_set(&probe, e->key, e->value, e2)) return errf(err, "framework %s: defaults[%d]: %s", name, idx, e2);
+	if (value_parses(e->key, e->value, name, "defaults", idx, err)) return -1;
 	if (e->cond_key[0] && plan_key_index(e->cond_key) < 0) return errf(err, "framework %s: defaults[%d].if: no plan key '%s'", name, idx, e->cond_key);
 	return 0;
 }
@@ -72,16 +92,14 @@ static int read_entry(const cJSON *o, const char *name, int idx, struct fw_entry
 /* {key, values, source}: the values a plan key can take in the framework at all */
 static int read_offer(const cJSON *o, const char *name, int idx, struct fw_offer *f, char *err)
 {
-	struct plan probe;
-	char e2[ERR_LEN];
 	memset(f, 0, sizeof(*f));
 	if (!cJSON_IsObject(o)) return errf(err, "framework %s: offers[%d] must be an object", name, idx);
 	for (const cJSON *it = o->child; it; it = it->next) {
 		const char *k = it->string;
-		if (!strcmp(k, "key") || !strcmp(k, "source")) {
-			if (!cJSON_IsString(it) || !it->valuestring[0]) return errf(err, "framework %s: offers[%d].%s must be a non-empty string", name, idx, k);
-			snprintf(!strcmp(k, "key") ? f->key : f->source, !strcmp(k, "key") ? sizeof(f->key) : sizeof(f->source), "%s", it->valuestring);
-		} else if (!strcmp(k, "values")) {
+		int ks = key_or_source(it, name, "offers", idx, f->key, sizeof(f->key), f->source, sizeof(f->source), err);
+		if (ks < 0) return -1;
+		if (ks) continue;
+		if (!strcmp(k, "values")) {
 			if (!cJSON_IsArray(it)) return errf(err, "framework %s: offers[%d].values must be an array", name, idx);
 			for (const cJSON *v = it->child; v; v = v->next) {
 				if (f->n == FW_MAX_VALUES) return errf(err, "framework %s: offers[%d] lists more than %d values", name, idx, FW_MAX_VALUES);
@@ -93,10 +111,8 @@ static int read_offer(const cJSON *o, const char *name, int idx, struct fw_offer
 		}
 	}
 	if (!f->key[0] || !f->n || !f->source[0]) return errf(err, "framework %s: offers[%d] needs key, values and source", name, idx);
-	for (int i = 0; i < f->n; i++) {
-		plan_defaults(&probe);
-		if (plan_set(&probe, f->key, f->values[i], e2)) return errf(err, "framework %s: offers[%d]: %s", name, idx, e2);
-	}
+	for (int i = 0; i < f->n; i++)
+		if (value_parses(f->key, f->values[i], name, "offers", idx, err)) return -1;
 	return 0;
 }
 
