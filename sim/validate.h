@@ -3,9 +3,13 @@
  * and median APE, memory MAPE, fit/OOM accuracy, and per group of rows sharing model, GPU,
  * GPU count, sequence length and global batch the Spearman rank correlation and top-1 regret.
  *
- * Unknown plan settings (empty cells) get stated defaults (micro_batch 1, vpp 1, recompute
- * none, schedule 1f1b/interleaved by vpp, vocab 51200) and the row says "assumed: ...".
- * Rows that cannot be simulated are kept with the reason. Fractions, not percent. */
+ * Unknown plan settings (empty cells) take the documented defaults of the row's framework
+ * (profiles/frameworks), then the fastest completion that fits among the values the framework
+ * offers; a framework default (ZeRO stage, schedule) that fits no completion of a run that ran
+ * gives way to the fastest offered values that fit. A pipeline of unknown schedule is 1F1B
+ * (interleaved when chunks are stated), an unknown vocabulary 51200. Each row says what it
+ * assumed ("assumed: ..."). Rows that cannot be simulated are kept with the reason. Fractions,
+ * not percent. */
 #ifndef SCALEPLAN_VALIDATE_H
 #define SCALEPLAN_VALIDATE_H
 

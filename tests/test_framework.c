@@ -121,8 +121,9 @@ static void test_malformed(void)
 
 /* the values a framework offers for a key: nanotron's optimizer is ZeRO-1 for any stage above 0
  * (helpers.py), so it offers 0 and 1; its pipeline engines are AFAB and 1F1B; its recompute is
- * the whole layer; Megatron's get_forward_backward_func has 1F1B and interleaved 1F1B; a key a
- * profile does not list takes any value */
+ * the whole layer; Megatron's get_forward_backward_func has 1F1B and interleaved 1F1B;
+ * torchtitan replicates (DDP) or shards with FSDP2, keeping the parameters after the forward or
+ * not, and has no optimizer-only sharding; a key a profile does not list takes any value */
 static void test_offers(void)
 {
 	char err[ERR_LEN];
@@ -142,6 +143,9 @@ static void test_offers(void)
 		      !framework_offers(&fw, "schedule", "zb-v") && !framework_offers(&fw, "schedule", "dualpipe"),
 		      "%s runs 1F1B and interleaved 1F1B only", megatron[i]);
 	}
+	CHECK(!framework_load("torchtitan", &fw, err), "%s", err);
+	CHECK(framework_offers(&fw, "zero", "0") && !framework_offers(&fw, "zero", "1") && framework_offers(&fw, "zero", "2") &&
+	      framework_offers(&fw, "zero", "3"), "torchtitan: DDP or FSDP2, no optimizer-only sharding");
 	CHECK(!framework_load("deepspeed", &fw, err), "%s", err);
 	CHECK(framework_offers(&fw, "zero", "3"), "deepspeed lists no restriction: ZeRO-3 offered");
 }
