@@ -11,7 +11,7 @@
 #include "sim/util.h"
 
 /* "pp>1" -> key "pp", op ">", value "1" */
-static int parse_cond(const char *s, struct fw_entry *e)
+static int parse_cond(const char *s, struct fw_cond *e)
 {
 	static const char *const ops[] = {"!=", ">=", "<=", "=", ">", "<"};
 	for (const char *c = s; *c; c++)
@@ -19,14 +19,23 @@ static int parse_cond(const char *s, struct fw_entry *e)
 			size_t n = strlen(ops[i]);
 			if (strncmp(c, ops[i], n)) continue;
 			size_t klen = (size_t)(c - s);
-			if (!klen || klen >= sizeof(e->cond_key) || strlen(c + n) >= sizeof(e->cond_value) || !c[n]) return -1;
-			memcpy(e->cond_key, s, klen);
-			e->cond_key[klen] = 0;
-			snprintf(e->cond_op, sizeof(e->cond_op), "%s", ops[i]);
-			snprintf(e->cond_value, sizeof(e->cond_value), "%s", c + n);
+			if (!klen || klen >= sizeof(e->key) || strlen(c + n) >= sizeof(e->value) || !c[n]) return -1;
+			memcpy(e->key, s, klen);
+			e->key[klen] = 0;
+			snprintf(e->op, sizeof(e->op), "%s", ops[i]);
+			snprintf(e->value, sizeof(e->value), "%s", c + n);
 			return 0;
 		}
 	return -1;
+}
+
+/* an "if" field: KEY OP VALUE over a plan key; 0, or -1 with err */
+static int read_cond(const cJSON *it, const char *name, const char *list, int idx, struct fw_cond *c, char *err)
+{
+	if (!cJSON_IsString(it) || parse_cond(it->valuestring, c))
+		return errf(err, "framework %s: %s[%d].if must read KEY OP VALUE (OP one of = != > >= < <=)", name, list, idx);
+	if (plan_key_index(c->key) < 0) return errf(err, "framework %s: %s[%d].if: no plan key '%s'", name, list, idx, c->key);
+	return 0;
 }
 
 static int json_text(const cJSON *v, char *out, size_t n)
@@ -74,7 +83,7 @@ static int read_entry(const cJSON *o, const char *name, int idx, struct fw_entry
 		if (!strcmp(k, "value")) {
 			if (json_text(it, e->value, sizeof(e->value))) return errf(err, "framework %s: defaults[%d].value must be a string, boolean or integer", name, idx);
 		} else if (!strcmp(k, "if")) {
-			if (!cJSON_IsString(it) || parse_cond(it->valuestring, e)) return errf(err, "framework %s: defaults[%d].if must read KEY OP VALUE (OP one of = != > >= < <=)", name, idx);
+			if (read_cond(it, name, "defaults", idx, &e->cond, err)) return -1;
 		} else if (!strcmp(k, "since") || !strcmp(k, "until")) {
 			if (!cJSON_IsNumber(it) || it->valuedouble < 1990 || it->valuedouble > 2100 || it->valuedouble != (int)it->valuedouble)
 				return errf(err, "framework %s: defaults[%d].%s must be a year", name, idx, k);
@@ -85,7 +94,6 @@ static int read_entry(const cJSON *o, const char *name, int idx, struct fw_entry
 	}
 	if (!e->key[0] || !e->value[0] || !e->source[0]) return errf(err, "framework %s: defaults[%d] needs key, value and source", name, idx);
 	if (value_parses(e->key, e->value, name, "defaults", idx, err)) return -1;
-	if (e->cond_key[0] && plan_key_index(e->cond_key) < 0) return errf(err, "framework %s: defaults[%d].if: no plan key '%s'", name, idx, e->cond_key);
 	return 0;
 }
 
@@ -106,6 +114,8 @@ static int read_offer(const cJSON *o, const char *name, int idx, struct fw_offer
 				if (json_text(v, f->values[f->n], sizeof(f->values[0]))) return errf(err, "framework %s: offers[%d].values must be strings, booleans or integers", name, idx);
 				f->n++;
 			}
+		} else if (!strcmp(k, "if")) {
+			if (read_cond(it, name, "offers", idx, &f->cond, err)) return -1;
 		} else {
 			return errf(err, "framework %s: offers[%d]: unknown field '%s'", name, idx, k);
 		}
@@ -172,16 +182,46 @@ int framework_load(const char *name_or_path, struct framework *fw, char *err)
 	return rc;
 }
 
-int framework_offers(const struct framework *fw, const char *key, const char *value)
+static int cond_holds(const struct fw_cond *e, const struct plan *p)
 {
-	for (int i = 0; i < fw->noffers; i++) {
-		const struct fw_offer *f = &fw->offers[i];
-		if (strcmp(f->key, key)) continue;
-		for (int j = 0; j < f->n; j++)
-			if (!strcmp(f->values[j], value)) return 1;
-		return 0;
-	}
-	return 1;
+	if (!e->key[0]) return 1;
+	char have[64];
+	if (!p || plan_get(p, e->key, have, sizeof(have))) return 0;
+	char *end1, *end2;
+	double a = strtod(have, &end1), b = strtod(e->value, &end2);
+	int numeric = *have && !*end1 && !*end2;
+	int cmp = numeric ? (a > b) - (a < b) : strcmp(have, e->value);
+	const char *op = e->op;
+	if (!strcmp(op, "=")) return cmp == 0;
+	if (!strcmp(op, "!=")) return cmp != 0;
+	if (!numeric) return 0;
+	if (!strcmp(op, ">")) return cmp > 0;
+	if (!strcmp(op, ">=")) return cmp >= 0;
+	if (!strcmp(op, "<")) return cmp < 0;
+	return cmp <= 0;
+}
+
+const struct fw_offer *framework_offer(const struct framework *fw, const char *key, const struct plan *p)
+{
+	for (int i = 0; i < fw->noffers; i++)
+		if (!strcmp(fw->offers[i].key, key) && cond_holds(&fw->offers[i].cond, p)) return &fw->offers[i];
+	return NULL;
+}
+
+int framework_offers(const struct framework *fw, const char *key, const char *value, const struct plan *p)
+{
+	const struct fw_offer *f = framework_offer(fw, key, p);
+	if (!f) return 1;
+	for (int j = 0; j < f->n; j++)
+		if (!strcmp(f->values[j], value)) return 1;
+	return 0;
+}
+
+int framework_offers_conditional(const struct framework *fw)
+{
+	for (int i = 0; i < fw->noffers; i++)
+		if (fw->offers[i].cond.key[0]) return 1;
+	return 0;
 }
 
 const char *const *framework_builtin_names(void)
@@ -199,25 +239,6 @@ const char *const *framework_builtin_names(void)
 	return names;
 }
 
-static int cond_holds(const struct fw_entry *e, const struct plan *p)
-{
-	if (!e->cond_key[0]) return 1;
-	char have[64];
-	if (plan_get(p, e->cond_key, have, sizeof(have))) return 0;
-	char *end1, *end2;
-	double a = strtod(have, &end1), b = strtod(e->cond_value, &end2);
-	int numeric = *have && !*end1 && !*end2;
-	int cmp = numeric ? (a > b) - (a < b) : strcmp(have, e->cond_value);
-	const char *op = e->cond_op;
-	if (!strcmp(op, "=")) return cmp == 0;
-	if (!strcmp(op, "!=")) return cmp != 0;
-	if (!numeric) return 0;
-	if (!strcmp(op, ">")) return cmp > 0;
-	if (!strcmp(op, ">=")) return cmp >= 0;
-	if (!strcmp(op, "<")) return cmp < 0;
-	return cmp <= 0;
-}
-
 static int year_holds(const struct fw_entry *e, int year)
 {
 	if (!year) return !e->until;
@@ -232,7 +253,7 @@ int framework_apply(const struct framework *fw, struct plan *p, int year, char *
 	for (int i = 0; i < fw->n; i++) {
 		const struct fw_entry *e = &fw->e[i];
 		int k = plan_key_index(e->key);
-		if (k < 0 || (given >> k & 1) || (done >> k & 1) || !cond_holds(e, p) || !year_holds(e, year)) continue;
+		if (k < 0 || (given >> k & 1) || (done >> k & 1) || !cond_holds(&e->cond, p) || !year_holds(e, year)) continue;
 		if (plan_set(p, e->key, e->value, err)) return -1;
 		done |= (uint64_t)1 << k;
 		count++;

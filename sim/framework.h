@@ -10,8 +10,9 @@
  * defaults change over time; a plan with no year takes entries without an `until`).
  *
  * A profile may also list, under "offers", the values a plan key can take in that framework at
- * all ({key, values, source}: nanotron's ZeRO stages are 0 and 1); a key it does not list takes
- * any value.
+ * all ({key, values, source, [if]}: nanotron's ZeRO stages are 0 and 1; DeepSpeed's are 0 and 1
+ * under a pipeline); for each key the first entry whose condition holds applies, and a key
+ * without one takes any value.
  *
  * Ownership: struct framework is plain data, filled by framework_load; no allocation kept. */
 #ifndef SCALEPLAN_FRAMEWORK_H
@@ -24,12 +25,17 @@ struct plan;
 
 #define FW_MAX_ENTRIES 64
 
+/* `if`: a plan key compared with a value */
+struct fw_cond {
+	char key[32];           /* "" = no condition */
+	char op[3];             /* "=", "!=", ">", ">=", "<", "<=" */
+	char value[32];
+};
+
 struct fw_entry {
 	char key[32];
 	char value[32];
-	char cond_key[32];      /* "" = no condition */
-	char cond_op[3];        /* "=", "!=", ">", ">=", "<", "<=" */
-	char cond_value[32];
+	struct fw_cond cond;
 	int since, until;       /* years; 0 = unbounded */
 	char source[200];
 };
@@ -41,6 +47,7 @@ struct fw_offer {
 	char key[32];
 	char values[FW_MAX_VALUES][32];
 	int n;
+	struct fw_cond cond;    /* the plans it speaks of (DeepSpeed's stages with a pipeline) */
 	char source[200];
 };
 
@@ -58,8 +65,16 @@ struct framework {
 int framework_load(const char *name_or_path, struct framework *fw, char *err);
 int framework_from_json(const char *text, const char *name, struct framework *fw, char *err);
 
-/* 1 when the framework offers `value` for plan key `key` (or lists no values for the key), else 0 */
-int framework_offers(const struct framework *fw, const char *key, const char *value);
+/* The entry of the framework's offers for plan key `key` that applies to plan p (the first
+ * whose condition holds; p NULL: only one without a condition), or NULL: any value. */
+const struct fw_offer *framework_offer(const struct framework *fw, const char *key, const struct plan *p);
+
+/* 1 when the framework offers `value` for plan key `key` in plan p (or no entry for the key
+ * holds for p), else 0. p NULL: only entries without a condition count. */
+int framework_offers(const struct framework *fw, const char *key, const char *value, const struct plan *p);
+
+/* 1 when some offer of the framework has a condition (the search then asks per plan) */
+int framework_offers_conditional(const struct framework *fw);
 
 /* Names of the built-in framework profiles, NULL-terminated, static storage. */
 const char *const *framework_builtin_names(void);

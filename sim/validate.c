@@ -344,6 +344,7 @@ bad:
 #define FILL_VALS 24
 struct fill {
 	const struct framework *fw; /* the row's framework: only the values it offers; NULL: any */
+	const struct plan *plan;    /* the plan being completed (the offers' conditions read it) */
 	const char *key[FILL_MAX];
 	char val[FILL_MAX][FILL_VALS][16];
 	int nval[FILL_MAX], nkeys;
@@ -351,7 +352,7 @@ struct fill {
 
 static int fill_offered(const struct fill *f, const char *key, const char *v)
 {
-	return !f->fw || framework_offers(f->fw, key, v);
+	return !f->fw || framework_offers(f->fw, key, v, f->plan);
 }
 
 static void fill_add(struct fill *f, const char *key, int lo, int hi, int (*keep)(int, const void *), const void *arg)
@@ -389,6 +390,7 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 {
 	memset(f, 0, sizeof(*f));
 	f->fw = fw;
+	f->plan = p;
 	int local = p->dp > 0 && p->gbs % p->dp == 0 ? p->gbs / p->dp : 1;
 	if (!known(r, p, "mbs")) fill_add(f, "mbs", 1, local < 64 ? local : 64, divides, &local);
 	if (!known(r, p, "recompute")) {
@@ -556,9 +558,8 @@ static int row_defaults_fit(char **cell, const int *ix, int ix_step, struct val_
 	for (int i = 0; i < RELEASE_KEYS; i++) {
 		if (!(r->fw_mask >> plan_key_index(keys[i]) & 1) || plan_key_stated(p, keys[i])) continue;
 		int n = 0;
-		for (int j = 0; j < fw.noffers; j++)
-			if (!strcmp(fw.offers[j].key, keys[i]))
-				for (int v = 0; v < fw.offers[j].n && n < RELEASE_VALS; v++) vals[nk][n++] = fw.offers[j].values[v];
+		const struct fw_offer *o = framework_offer(&fw, keys[i], p);
+		for (int v = 0; o && v < o->n && n < RELEASE_VALS; v++) vals[nk][n++] = o->values[v];
 		if (!n && !strcmp(keys[i], "zero"))
 			for (int j = 0; j < 4; j++) vals[nk][n++] = stages[j];
 		if (n < 2 || plan_get(p, keys[i], was[nk], sizeof(was[nk]))) continue;

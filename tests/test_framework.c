@@ -108,7 +108,8 @@ static void test_malformed(void)
 		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[],\"source\":\"s\"}]}", "needs key, values and source"},
 		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[0,1]}]}", "needs key, values and source"},
 		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":1,\"source\":\"s\"}]}", "values must be an array"},
-		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[0],\"source\":\"s\",\"if\":\"pp>1\"}]}", "unknown field 'if'"},
+		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[0],\"source\":\"s\",\"when\":\"pp>1\"}]}", "unknown field 'when'"},
+		{"{\"describes\":\"x\",\"offers\":[{\"key\":\"zero\",\"values\":[0],\"source\":\"s\",\"if\":\"nokey>1\"}]}", "offers[0].if: no plan key 'nokey'"},
 		{"{\"describes\":\"x\",\"offers\":{}}", "offers must be an array"},
 		{"{\"defaults\":[]}", "missing 'describes'"},
 		{"{\"describes\":\"x\",\"extra\":1}", "unknown key 'extra'"},
@@ -129,25 +130,34 @@ static void test_offers(void)
 	char err[ERR_LEN];
 	struct framework fw;
 	CHECK(!framework_load("nanotron", &fw, err), "%s", err);
-	CHECK(framework_offers(&fw, "zero", "0") && framework_offers(&fw, "zero", "1"), "nanotron offers ZeRO 0 and 1");
-	CHECK(!framework_offers(&fw, "zero", "2") && !framework_offers(&fw, "zero", "3"), "nanotron offers no ZeRO-2 or -3");
-	CHECK(framework_offers(&fw, "schedule", "1f1b") && !framework_offers(&fw, "schedule", "interleaved"),
+	CHECK(framework_offers(&fw, "zero", "0", NULL) && framework_offers(&fw, "zero", "1", NULL), "nanotron offers ZeRO 0 and 1");
+	CHECK(!framework_offers(&fw, "zero", "2", NULL) && !framework_offers(&fw, "zero", "3", NULL), "nanotron offers no ZeRO-2 or -3");
+	CHECK(framework_offers(&fw, "schedule", "1f1b", NULL) && !framework_offers(&fw, "schedule", "interleaved", NULL),
 	      "nanotron's pipeline engines: afab and 1f1b");
-	CHECK(framework_offers(&fw, "recompute", "full") && !framework_offers(&fw, "recompute", "selective"),
+	CHECK(framework_offers(&fw, "recompute", "full", NULL) && !framework_offers(&fw, "recompute", "selective", NULL),
 	      "nanotron recomputes whole layers only");
-	CHECK(framework_offers(&fw, "sp", "0"), "a key nanotron lists no values for takes any");
+	CHECK(framework_offers(&fw, "sp", "0", NULL), "a key nanotron lists no values for takes any");
 	static const char *const megatron[] = {"megatron-lm", "megatron-core", "nemo", "megatron-bridge"};
 	for (size_t i = 0; i < sizeof(megatron) / sizeof(megatron[0]); i++) {
 		CHECK(!framework_load(megatron[i], &fw, err), "%s", err);
-		CHECK(framework_offers(&fw, "schedule", "1f1b") && framework_offers(&fw, "schedule", "interleaved") &&
-		      !framework_offers(&fw, "schedule", "zb-v") && !framework_offers(&fw, "schedule", "dualpipe"),
+		CHECK(framework_offers(&fw, "schedule", "1f1b", NULL) && framework_offers(&fw, "schedule", "interleaved", NULL) &&
+		      !framework_offers(&fw, "schedule", "zb-v", NULL) && !framework_offers(&fw, "schedule", "dualpipe", NULL),
 		      "%s runs 1F1B and interleaved 1F1B only", megatron[i]);
 	}
 	CHECK(!framework_load("torchtitan", &fw, err), "%s", err);
-	CHECK(framework_offers(&fw, "zero", "0") && !framework_offers(&fw, "zero", "1") && framework_offers(&fw, "zero", "2") &&
-	      framework_offers(&fw, "zero", "3"), "torchtitan: DDP or FSDP2, no optimizer-only sharding");
+	CHECK(framework_offers(&fw, "zero", "0", NULL) && !framework_offers(&fw, "zero", "1", NULL) && framework_offers(&fw, "zero", "2", NULL) &&
+	      framework_offers(&fw, "zero", "3", NULL), "torchtitan: DDP or FSDP2, no optimizer-only sharding");
+	/* DeepSpeed's PipelineEngine refuses ZeRO-2 and -3: the offer holds with a pipeline only */
 	CHECK(!framework_load("deepspeed", &fw, err), "%s", err);
-	CHECK(framework_offers(&fw, "zero", "3"), "deepspeed lists no restriction: ZeRO-3 offered");
+	CHECK(framework_offers(&fw, "zero", "3", NULL), "deepspeed without a plan: ZeRO-3 offered");
+	struct plan p;
+	plan_defaults(&p);
+	p.pp = 1;
+	CHECK(framework_offers(&fw, "zero", "3", &p), "deepspeed, pp 1: ZeRO-3 offered");
+	p.pp = 4;
+	CHECK(!framework_offers(&fw, "zero", "2", &p) && !framework_offers(&fw, "zero", "3", &p) && framework_offers(&fw, "zero", "1", &p),
+	      "deepspeed, pp 4: ZeRO 0 and 1 only");
+	CHECK(framework_offers_conditional(&fw), "deepspeed's offer has a condition");
 }
 
 int main(void)

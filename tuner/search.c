@@ -39,10 +39,28 @@ struct ctx {
 	double ubt[4][2][4][4];
 	struct plan scratch;
 	/* what tune --framework's profile offers (its "offers"): bits of the ZeRO stages, the
-	 * schedules (enum schedule) and the recompute modes (enum recompute) it has; all bits
-	 * without a framework */
+	 * schedules (enum schedule) and the recompute modes (enum recompute) it has for the
+	 * current degrees; all bits without a framework */
 	unsigned offer_zero, offer_sched, offer_rc;
+	int offers_cond;           /* an offer has a condition: the masks follow the degrees */
 };
+
+/* The offer masks (struct ctx) of the framework for plan p (NULL: the unconditional offers) */
+static void offer_masks(struct ctx *c, const struct plan *p)
+{
+	const struct framework *fw = &c->rq->fw;
+	char v[4];
+	c->offer_zero = c->offer_sched = c->offer_rc = ~0u;
+	for (int z = 0; z <= 3; z++) {
+		snprintf(v, sizeof(v), "%d", z);
+		if (!framework_offers(fw, "zero", v, p)) c->offer_zero &= ~(1u << z);
+	}
+	/* no pipeline is every framework's */
+	for (int sc = SCHED_NONE + 1; sc < SCHED_COUNT; sc++)
+		if (!framework_offers(fw, "schedule", schedule_name((enum schedule)sc), p)) c->offer_sched &= ~(1u << sc);
+	for (int m = RC_NONE; m <= RC_OP; m++)
+		if (!framework_offers(fw, "recompute", recompute_name((enum recompute)m), p)) c->offer_rc &= ~(1u << m);
+}
 
 /* the score a plan must beat to be shown: the K-th best so far and the best so far of every
  * shape it has; -1 while any of them is unknown */
@@ -347,6 +365,12 @@ static int orders_for(const struct search_cand *k, int *ord)
 static int below_degrees(struct ctx *c, struct search_cand *k, int rej)
 {
 	const struct search_req *rq = c->rq;
+	if (c->offers_cond) { /* conditions on the degrees (DeepSpeed's stages with a pipeline) */
+		struct plan *q = &c->scratch;
+		*q = rq->base;
+		q->gpus = k->gpus; q->dp = k->dp; q->tp = k->tp; q->pp = k->pp; q->cp = k->cp; q->ep = k->ep;
+		offer_masks(c, q);
+	}
 	int sched[16], vpp[16], ord[SEARCH_ORDERS], rep[SEARCH_ORDERS], mask[SEARCH_ORDERS];
 	int ns = schedules(rq->m, k->pp, sched, vpp);
 	int no = 0, all_ord[SEARCH_ORDERS], nall_ord = orders_for(k, all_ord);
@@ -451,16 +475,8 @@ static int ctx_init(struct ctx *c, const struct search_req *rq, struct search_re
 	for (int i = 0; i < SEARCH_NSHAPES; i++) c->shape_best[i] = -1;
 	c->offer_zero = c->offer_sched = c->offer_rc = ~0u;
 	if (rq->has_fw) {
-		char v[4];
-		for (int z = 0; z <= 3; z++) {
-			snprintf(v, sizeof(v), "%d", z);
-			if (!framework_offers(&rq->fw, "zero", v)) c->offer_zero &= ~(1u << z);
-		}
-		/* no pipeline is every framework's */
-		for (int sc = SCHED_NONE + 1; sc < SCHED_COUNT; sc++)
-			if (!framework_offers(&rq->fw, "schedule", schedule_name((enum schedule)sc))) c->offer_sched &= ~(1u << sc);
-		for (int m = RC_NONE; m <= RC_OP; m++)
-			if (!framework_offers(&rq->fw, "recompute", recompute_name((enum recompute)m))) c->offer_rc &= ~(1u << m);
+		offer_masks(c, NULL);
+		c->offers_cond = framework_offers_conditional(&rq->fw);
 	}
 	if (!rq->exhaustive && !(c->kbest = malloc(sizeof(double) * (size_t)c->k))) return errf(err, "search: out of memory");
 	c->gpn = rq->base.gpus_per_node > 0 ? rq->base.gpus_per_node : rq->h->gpus_per_node;

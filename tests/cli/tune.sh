@@ -247,6 +247,12 @@ python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0
 expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 64 --seq 4096 --gbs 256 --top 8 --no-db --json
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if any(x["zero"] >= 2 or x["schedule"] not in ("none", "afab", "1f1b") for x in p) else 1)' "$TMP/out" \
 	&& ok || bad "without a framework the search should list ZeRO-2/3 or other schedules among its best"
+# an offer may hold for some plans only: DeepSpeed's pipeline engine refuses ZeRO-2 and -3, so
+# with --framework deepspeed no pipelined plan shards gradients or parameters (the same search
+# without that rule lists pipelined ZeRO-2 plans among its best 40)
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 64 --seq 4096 --gbs 256 --top 40 --no-db --json --framework deepspeed
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and any(x["pp"] > 1 for x in p) and all(x["zero"] <= 1 for x in p if x["pp"] > 1) else 1)' "$TMP/out" \
+	&& ok || bad "tune --framework deepspeed lists pipelined ZeRO-2/3 plans: $(head -c 300 "$TMP/out")"
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --no-db --framework nosuch
 expect_err_line 'nosuch'
 # the tie threshold is the throughput MAPE validate publishes for the published runs

@@ -393,7 +393,11 @@ then ok; else bad "an even split should leave rank 0 of the 16-stage row well be
 # pipeline engine defaults to all-forward-all-backward, which holds all 64 micro-batches of an
 # 8B Llama's 8 layers a stage at pp 4: their gate and up projections alone are 64 x 8 x 2 x
 # 14336 x 4096 tokens x 2 B = 120 GB, so the row takes 1F1B, nanotron's other engine; stated, AFAB
-# stays and does not fit. An oom row keeps the defaults.
+# stays and does not fit. An oom row keeps the defaults. DeepSpeed's pipeline engine refuses
+# ZeRO-2 and -3: GPT-3 175B at tp 4 · pp 8 holds 5.5e9 parameters a rank, 87 GB of ZeRO-0's 16 B
+# each, so Megatron-DeepSpeed's default (0) cannot fit and the row takes ZeRO-1; at tp 1 · pp 8
+# a rank holds 21.8e9, whose fp16 weights and gradients alone are 87 GB under ZeRO-1, so no
+# stage the pipeline engine allows fits and the row keeps its default (ZeRO-2 or -3 would fit).
 G175=(gpt3-test 96 12288 49152 96 96 128 51200 1 layernorm gelu 0 0 0 0 0 2048 1536)
 {
 	tsv_row "${HEADER[@]}"
@@ -402,6 +406,8 @@ G175=(gpt3-test 96 12288 49152 96 96 128 51200 1 layernorm gelu 0 0 0 0 0 2048 1
 	tsv_row Z3 test nanotron "${ARCH70[@]:1:18}" 1 h100-sxm 8 128 8 2 8 1 1 1 1 "" none 1f1b bf16 oom "" "" "" "" "" "" "" high "zero not stated"
 	tsv_row Z4 test nanotron "${ARCH[@]:1:17}" 128 1 h100-sxm 8 8 1 4 2 1 1 1 1 1 none "" bf16 ok 5000 "" "" "" "" "" "" high "schedule not stated"
 	tsv_row Z5 test nanotron "${ARCH[@]:1:17}" 128 1 h100-sxm 8 8 1 4 2 1 1 1 1 1 none afab bf16 ok 5000 "" "" "" "" "" "" high "afab stated"
+	tsv_row Z6 test megatron-deepspeed "${G175[@]}" 1 a100-sxm-80g 8 512 4 8 16 1 1 1 0 "" full 1f1b fp16 ok 100 "" "" "" "" "" "" high "zero not stated"
+	tsv_row Z7 test megatron-deepspeed "${G175[@]}" 1 a100-sxm-80g 8 512 1 8 64 1 1 1 0 "" full 1f1b fp16 ok 100 "" "" "" "" "" "" high "zero not stated"
 } >"$TMP/zero.tsv"
 expect_rc 0 "$SP" validate "$TMP/zero.tsv" --json
 cp "$TMP/out" "$TMP/zero.json"
@@ -410,6 +416,10 @@ json_check "$TMP/zero.json" 'd["results"][1]["pred_fits"] and "zero 1 (the nanot
 json_check "$TMP/zero.json" 'not d["results"][2]["pred_fits"] and "zero 0 (nanotron)" in d["results"][2]["assumed"] and "no completion of" not in d["results"][2]["assumed"]'
 json_check "$TMP/zero.json" 'd["results"][3]["pred_fits"] and "schedule 1f1b (the nanotron default schedule afab fits no completion" in d["results"][3]["assumed"]'
 json_check "$TMP/zero.json" 'not d["results"][4]["pred_fits"] and "no completion of" not in d["results"][4]["assumed"]'
+json_check "$TMP/zero.json" 'd["results"][5]["pred_fits"] and "zero 1 (the megatron-deepspeed default zero 0 fits no completion" in d["results"][5]["assumed"]'
+json_check "$TMP/zero.json" 'not d["results"][6]["pred_fits"] and "zero 0 (megatron-deepspeed)" in d["results"][6]["assumed"] and "no completion of" not in d["results"][6]["assumed"]'
+expect_rc 0 "$SP" validate "$TMP/zero.tsv" --row Z7 --set zero=2 --json
+json_check "$TMP/out" 'd["results"][0]["pred_fits"]'
 expect_rc 0 "$SP" validate "$TMP/zero.tsv" --row Z2 --set zero=2 --json
 cp "$TMP/out" "$TMP/zero2.json"
 Z1TPS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][1]["pred_tokens_per_s_per_gpu"])' "$TMP/zero.json")
