@@ -144,6 +144,9 @@ static void test_offers(void)
 		      !framework_offers(&fw, "schedule", "zb-v", NULL) && !framework_offers(&fw, "schedule", "dualpipe", NULL),
 		      "%s runs 1F1B and interleaved 1F1B only", megatron[i]);
 	}
+	CHECK(!framework_load("llm-foundry", &fw, err), "%s", err);
+	CHECK(framework_offers(&fw, "zero", "0", NULL) && !framework_offers(&fw, "zero", "1", NULL) && framework_offers(&fw, "zero", "2", NULL) &&
+	      framework_offers(&fw, "zero", "3", NULL), "llm-foundry: PyTorch FSDP's sharding strategies, no optimizer-only sharding");
 	CHECK(!framework_load("torchtitan", &fw, err), "%s", err);
 	CHECK(framework_offers(&fw, "zero", "0", NULL) && !framework_offers(&fw, "zero", "1", NULL) && framework_offers(&fw, "zero", "2", NULL) &&
 	      framework_offers(&fw, "zero", "3", NULL), "torchtitan: DDP or FSDP2, no optimizer-only sharding");
