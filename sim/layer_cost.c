@@ -361,7 +361,7 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	double rs = p->sp ? ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g) : 0;
 	/* the forward's all-gathers move FP8 inputs where float8 TP gathers them (ag_E), its
 	 * reduce-scatters bf16 */
-	double ag_f = d->ag_E < d->E ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) : ag;
+	double ag_f = p->sp && d->ag_E < d->E ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) : ag;
 	double ar = p->sp ? 0 : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
 	double cf = p->sp ? 2 * (ag_f + rs) : 2 * ar, cb = p->sp ? 2 * (ag + rs) : 2 * ar;
 	double rg = p->sp && p->tp_regather ? 2 * ag : 0;

@@ -216,7 +216,8 @@ static int known(const struct val_row *r, const struct plan *p, const char *key)
  * (parallelism.pipeline_parallel_microbatches defaults to the pp degree) and puts 2 stages on
  * each rank of a multi-stage schedule. What is still unknown afterwards is completed in
  * predict. Returns 0, or -1 with r->reason. */
-static int row_framework(struct val_row *r, struct plan *p, const char *sched_cell)
+static int row_framework(struct val_row *r, struct plan *p, const char *sched_cell, const struct framework *fw,
+			 const char *fw_err)
 {
 	char err[ERR_LEN];
 	if (!strcmp(r->framework, "torchtitan") && p->pp > 1) {
@@ -233,11 +234,9 @@ static int row_framework(struct val_row *r, struct plan *p, const char *sched_ce
 		}
 	}
 	if (r->framework[0]) {
-		struct framework fw;
 		char applied[sizeof(r->assumed)] = "";
-		if (framework_load(r->framework, &fw, err) ||
-		    framework_apply(&fw, p, r->year, applied, sizeof(applied), &r->fw_mask, err) < 0) {
-			snprintf(r->reason, sizeof(r->reason), "framework: %s", err);
+		if (!fw || framework_apply(fw, p, r->year, applied, sizeof(applied), &r->fw_mask, err) < 0) {
+			snprintf(r->reason, sizeof(r->reason), "framework: %s", fw ? err : fw_err);
 			return -1;
 		}
 		if (applied[0]) add_assumed(r, applied);
@@ -424,7 +423,7 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 /* Tries every completion; leaves the chosen one in *p and *e. Returns 0, or -1 with err when
  * no completion is a valid plan. */
 static int complete_plan(struct val_row *r, const struct model *m, const struct hw *h, struct plan *p,
-			 struct estimate *e, char *err)
+			 const struct framework *fw, struct estimate *e, char *err)
 {
 	static const char *const overlaps[] = {"overlap_grad_reduce", "overlap_param_gather", "overlap_tp_comm",
 					       "overlap_tp_bwd", "overlap_p2p"};
@@ -436,9 +435,7 @@ static int complete_plan(struct val_row *r, const struct model *m, const struct 
 		}
 	char e2[ERR_LEN] = "";
 	struct fill f;
-	struct framework fw;
-	int have_fw = r->framework[0] && !framework_load(r->framework, &fw, e2);
-	fill_candidates(r, m, p, have_fw ? &fw : NULL, &f);
+	fill_candidates(r, m, p, fw, &f);
 	int idx[FILL_MAX] = {0}, ok_row = !strcmp(r->status, "ok"), have = 0, have_fit = 0;
 	struct plan best = *p;
 	double best_tps = -1;
@@ -479,13 +476,13 @@ static int complete_plan(struct val_row *r, const struct model *m, const struct 
 /* Completes and estimates the row's plan and fills its predictions; returns 0, or -1 with
  * r->reason (the row is then not simulated). The caller reports the estimate (val_opts'
  * callbacks) once it has chosen the row's plan. */
-static int predict(struct val_row *r, const struct model *m, struct plan *p, const struct val_opts *opts,
-		   struct estimate *e)
+static int predict(struct val_row *r, const struct model *m, struct plan *p, const struct framework *fw,
+		   const struct val_opts *opts, struct estimate *e)
 {
 	struct hw h;
 	char err[ERR_LEN];
 	if (opts->hw) h = *opts->hw;
-	if ((!opts->hw && hw_load(r->gpu, &h, err)) || complete_plan(r, m, &h, p, e, err)) {
+	if ((!opts->hw && hw_load(r->gpu, &h, err)) || complete_plan(r, m, &h, p, fw, e, err)) {
 		snprintf(r->reason, sizeof(r->reason), "%s", err);
 		return -1;
 	}
@@ -513,8 +510,8 @@ static int predict(struct val_row *r, const struct model *m, struct plan *p, con
  * completion. Returns 0 (predicted or not, r->reason says why not), -1 on a bad override
  * (err). */
 static int row_predict(char **cell, const int *ix, int ix_step, struct val_row *r, const struct val_opts *opts,
-		       const char *const *key, const char *const *val, int n, struct model *m, struct plan *p,
-		       struct estimate *e, char *err)
+		       const struct framework *fw, const char *fw_err, const char *const *key,
+		       const char *const *val, int n, struct model *m, struct plan *p, struct estimate *e, char *err)
 {
 	int ok = row_measured(cell, ix, ix_step, r) == 0 && row_to_inputs(cell, ix, r, m, p) == 0;
 	/* overrides (what-if on a row) count as stated by the row: the framework's defaults do not
@@ -528,8 +525,8 @@ static int row_predict(char **cell, const int *ix, int ix_step, struct val_row *
 	}
 	for (int i = 0; ok && i < n; i++)
 		if (plan_set(p, key[i], val[i], err)) return -1;
-	ok = ok && row_framework(r, p, cell[ix[C_SCHED]]) == 0;
-	if (ok) predict(r, m, p, opts, e);
+	ok = ok && row_framework(r, p, cell[ix[C_SCHED]], fw, fw_err) == 0;
+	if (ok) predict(r, m, p, fw, opts, e);
 	return 0;
 }
 
@@ -545,20 +542,19 @@ static int row_predict(char **cell, const int *ix, int ix_step, struct val_row *
 #define RELEASE_KEYS 2
 #define RELEASE_VALS 8
 static int row_defaults_fit(char **cell, const int *ix, int ix_step, struct val_row *r, const struct val_opts *opts,
-			    const struct val_row *blank, struct model *m, struct plan *p, struct estimate *e, char *err)
+			    const struct framework *fw, const struct val_row *blank, struct model *m, struct plan *p,
+			    struct estimate *e, char *err)
 {
 	static const char *const keys[RELEASE_KEYS] = {"zero", "schedule"};
 	static const char *const stages[] = {"0", "1", "2", "3"};
-	if (!r->simulated || r->pred_fits || strcmp(r->status, "ok") || !r->framework[0]) return 0;
-	struct framework fw;
-	if (framework_load(r->framework, &fw, err)) return -1;
+	if (!r->simulated || r->pred_fits || strcmp(r->status, "ok") || !fw) return 0;
 	const char *key[RELEASE_KEYS], *vals[RELEASE_KEYS][RELEASE_VALS];
 	char was[RELEASE_KEYS][32];
 	int nval[RELEASE_KEYS], nk = 0;
 	for (int i = 0; i < RELEASE_KEYS; i++) {
 		if (!(r->fw_mask >> plan_key_index(keys[i]) & 1) || plan_key_stated(p, keys[i])) continue;
 		int n = 0;
-		const struct fw_offer *o = framework_offer(&fw, keys[i], p);
+		const struct fw_offer *o = framework_offer(fw, keys[i], p);
 		for (int v = 0; o && v < o->n && n < RELEASE_VALS; v++) vals[nk][n++] = o->values[v];
 		if (!n && !strcmp(keys[i], "zero"))
 			for (int j = 0; j < 4; j++) vals[nk][n++] = stages[j];
@@ -582,7 +578,7 @@ static int row_defaults_fit(char **cell, const int *ix, int ix_step, struct val_
 		}
 		if (!same) {
 			*t = *blank;
-			if (row_predict(cell, ix, ix_step, t, opts, key, val, nk, &tm, &tp, &te, err)) { rc = -1; break; }
+			if (row_predict(cell, ix, ix_step, t, opts, fw, NULL, key, val, nk, &tm, &tp, &te, err)) { rc = -1; break; }
 			if (t->simulated && t->pred_fits && (!found || t->pred_tps > best->pred_tps)) {
 				*best = *t; bm = tm; bp = tp; be = te;
 				found = 1;
@@ -639,6 +635,8 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 	if (nby < 0) return -1;
 	char *text = read_file(path, 64 << 20, err);
 	if (!text) return -1;
+	struct framework *fw = malloc(sizeof(*fw)); /* each row's framework in turn */
+	if (!fw) { free(text); return errf(err, "out of memory"); }
 	/* a UTF-8 byte-order mark (spreadsheet exports write one) is not part of the first line */
 	char *start = !strncmp(text, "\xef\xbb\xbf", 3) ? text + 3 : text;
 	int ix[NCOLS], ix_step = -1, ix_by[VAL_MAX_BY];
@@ -714,8 +712,11 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 		struct plan p;
 		struct estimate e;
 		struct val_row blank = *r;
-		if (row_predict(cell, ix, ix_step, r, opts, NULL, NULL, 0, &m, &p, &e, err) ||
-		    row_defaults_fit(cell, ix, ix_step, r, opts, &blank, &m, &p, &e, err)) { rc = -1; goto out; }
+		/* the row's framework, read once: its defaults, its offers, the completion's search */
+		char fw_err[ERR_LEN] = "";
+		const struct framework *rfw = r->framework[0] && !framework_load(r->framework, fw, fw_err) ? fw : NULL;
+		if (row_predict(cell, ix, ix_step, r, opts, rfw, fw_err, NULL, NULL, 0, &m, &p, &e, err) ||
+		    row_defaults_fit(cell, ix, ix_step, r, opts, rfw, &blank, &m, &p, &e, err)) { rc = -1; goto out; }
 		if (r->simulated) {
 			if (opts->explain) opts->explain(opts->row_ctx, r, &p, &e);
 			if (opts->row) opts->row(opts->row_ctx, r, &m, &p);
@@ -733,6 +734,7 @@ int validate_file(const char *path, const struct val_opts *opts, struct val_row 
 	if (!header) rc = errf(err, "%s: no header line", path);
 out:
 	free(text);
+	free(fw);
 	if (rc) { free(rows); return rc; }
 	*rows_out = rows;
 	*nrows = n;
