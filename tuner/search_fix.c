@@ -127,6 +127,12 @@ int search_fix_check(const struct search_req *rq, char *err)
 	int gpn = rq->base.gpus_per_node > 0 ? rq->base.gpus_per_node : rq->h->gpus_per_node;
 	struct { const char *k; int v; } deg[] = {{"dp", f->dp}, {"tp", f->tp}, {"pp", f->pp}, {"cp", f->cp}, {"ep", f->ep}};
 	long prod = 1;
+	/* every plan lays its ranks out node by node (plan_validate): a cluster that is not whole
+	 * nodes admits none, whatever the degrees, so say so before searching (the rule counts
+	 * would name a rule that is not the cause) */
+	if (rq->gpus > gpn && rq->gpus % gpn)
+		return errf(err, "--gpus %d: not a whole number of %s nodes (%d GPUs each, the NVLink domain); give a multiple of %d, "
+			    "or --fix gpus_per_node=N for the GPUs a job uses in each", rq->gpus, rq->h->name, gpn, gpn);
 	for (size_t i = 0; i < sizeof(deg) / sizeof(deg[0]); i++) {
 		if (check_degree(rq, deg[i].k, deg[i].v, gpn, err)) return -1;
 		if (deg[i].v > 0 && i < 4) prod *= deg[i].v;

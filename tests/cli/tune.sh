@@ -91,6 +91,12 @@ expect_rc 2 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 512 --seq 8192 
 expect_err_line 'no valid plan: .* break the rule'
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096
 expect_err_line 'are required'
+# a cluster that is not whole NVLink domains (1024 = 14 x 72 + 16 GB200s) admits no layout: the
+# message names the domain, not whichever plan rule the enumeration counted most; 64 GPUs of
+# each 72-GPU rack (16 of its 18 trays, the usual power-of-two job) is a plan that tunes
+expect_rc 2 "$SP" tune --model llama-3-8b --gpu gb200-nvl72 --gpus 1024 --seq 8192 --gbs-tokens 4M --no-db
+expect_err_line 'gpus 1024: not a whole number of gb200-nvl72 nodes \(72 GPUs each'
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu gb200-nvl72 --gpus 1024 --seq 8192 --gbs-tokens 4M --no-db --top 1 --fix gpus_per_node=64
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 8 --fix frob=1
 expect_err_line "unknown key 'frob'"
 # --gbs-tokens: K, M, G are powers of two (4M / 4096 = 1024 sequences, 64K / 4096 = 16)
