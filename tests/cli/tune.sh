@@ -259,6 +259,19 @@ python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0
 expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 64 --seq 4096 --gbs 256 --top 40 --no-db --json --framework deepspeed
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and any(x["pp"] > 1 for x in p) and all(x["zero"] <= 1 for x in p if x["pp"] > 1) else 1)' "$TMP/out" \
 	&& ok || bad "tune --framework deepspeed lists pipelined ZeRO-2/3 plans: $(head -c 300 "$TMP/out")"
+# the schedules each framework runs: DeepSpeed's pipeline engine has one training schedule,
+# 1F1B (runtime/pipe/schedule.py TrainSchedule), so its pipelined plans are all 1F1B (the same
+# search without the rule puts interleaved plans first); llm-foundry has no pipeline at all;
+# torchtitan runs torch.distributed.pipelining's schedules, none of them ZB-H1 or ZB-H2
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 256 --seq 8192 --gbs-tokens 4M --top 40 --no-db --json --framework deepspeed
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and any(x["pp"] > 1 for x in p) and all(x["schedule"] == ("1f1b" if x["pp"] > 1 else "none") for x in p) else 1)' "$TMP/out" \
+	&& ok || bad "tune --framework deepspeed lists a pipeline schedule other than 1F1B: $(head -c 300 "$TMP/out")"
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 256 --seq 8192 --gbs-tokens 4M --top 40 --no-db --json --framework llm-foundry
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and all(x["pp"] == 1 for x in p) else 1)' "$TMP/out" \
+	&& ok || bad "tune --framework llm-foundry lists a pipelined plan: $(head -c 300 "$TMP/out")"
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 256 --seq 8192 --gbs-tokens 4M --top 40 --no-db --json --framework torchtitan
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and any(x["pp"] > 1 for x in p) and all(x["schedule"] in ("none", "afab", "1f1b", "interleaved", "zb-v", "dualpipev") for x in p) else 1)' "$TMP/out" \
+	&& ok || bad "tune --framework torchtitan lists a schedule torch.distributed.pipelining lacks: $(head -c 300 "$TMP/out")"
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --no-db --framework nosuch
 expect_err_line 'nosuch'
 # the tie threshold is the throughput MAPE validate publishes for the published runs
