@@ -340,6 +340,16 @@ static int schedules(const struct model *m, int pp, int *sched, int *vpp)
 	return n;
 }
 
+/* a parallel degree the framework runs at all (its profile's unconditional "offers" for tp, cp
+ * or ep: llm-foundry has no context parallelism) */
+static int offered_degree(const struct search_req *rq, const char *key, int v)
+{
+	char s[16];
+	if (!rq->has_fw) return 1;
+	snprintf(s, sizeof(s), "%d", v);
+	return framework_offers(&rq->fw, key, s, NULL);
+}
+
 /* Degree-level rules, cheapest first; returns a reason or -1. */
 static int degree_reason(const struct ctx *c, int tp, int cp, int pp)
 {
@@ -428,10 +438,10 @@ static int enumerate_world(struct ctx *c, int gpus, double f0, double f1)
 	for (int d = 1; d <= gpus && ndiv < 64; d++) if (gpus % d == 0) divs[ndiv++] = d;
 	for (int a = 0; a < ndiv; a++) {
 		int tp = divs[a];
-		if (FIXED(rq->fix.tp, tp)) continue;
+		if (FIXED(rq->fix.tp, tp) || !offered_degree(rq, "tp", tp)) continue;
 		for (int b = 0; b < ndiv; b++) {
 			int cp = divs[b];
-			if (FIXED(rq->fix.cp, cp) || (gpus / tp) % cp) continue;
+			if (FIXED(rq->fix.cp, cp) || (gpus / tp) % cp || !offered_degree(rq, "cp", cp)) continue;
 			for (int d = 0; d < ndiv; d++) {
 				int pp = divs[d];
 				if (rq->progress && c->res->enumerated >= c->next_progress) {
@@ -449,7 +459,7 @@ static int enumerate_world(struct ctx *c, int gpus, double f0, double f1)
 				 * TP ranks too with expert TP 1 (Megatron's MoE parallel folding) */
 				for (int ep = 1; ep <= (model_is_moe(m) ? tp * dpcp : 1); ep++) {
 					int fold = dpcp % ep != 0;
-					if ((tp * dpcp) % ep || FIXED(rq->fix.ep, ep)) continue;
+					if ((tp * dpcp) % ep || FIXED(rq->fix.ep, ep) || !offered_degree(rq, "ep", ep)) continue;
 					int rej1 = rej;
 					if (rej1 < 0 && model_is_moe(m) && m->moe_experts % ep) rej1 = REJ_EXPERTS;
 					struct search_cand k;

@@ -266,9 +266,17 @@ python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0
 expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 256 --seq 8192 --gbs-tokens 4M --top 40 --no-db --json --framework deepspeed
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and any(x["pp"] > 1 for x in p) and all(x["schedule"] == ("1f1b" if x["pp"] > 1 else "none") for x in p) else 1)' "$TMP/out" \
 	&& ok || bad "tune --framework deepspeed lists a pipeline schedule other than 1F1B: $(head -c 300 "$TMP/out")"
-expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 256 --seq 8192 --gbs-tokens 4M --top 40 --no-db --json --framework llm-foundry
-python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and all(x["pp"] == 1 for x in p) else 1)' "$TMP/out" \
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 256 --seq 8192 --gbs-tokens 4M --top 30 --no-db --json --framework llm-foundry
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 30 and all(x["pp"] == 1 for x in p) else 1)' "$TMP/out" \
 	&& ok || bad "tune --framework llm-foundry lists a pipelined plan: $(head -c 300 "$TMP/out")"
+# nor context parallelism: at 64k tokens its plans keep whole sequences, where the search
+# without a framework puts cp > 1 first
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 64 --seq 65536 --gbs-tokens 4M --top 20 --no-db --json --framework llm-foundry
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 20 and all(x["cp"] == 1 and x["pp"] == 1 for x in p) else 1)' "$TMP/out" \
+	&& ok || bad "tune --framework llm-foundry lists a context-parallel plan: $(head -c 300 "$TMP/out")"
+expect_rc 0 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 64 --seq 65536 --gbs-tokens 4M --top 1 --no-db --json
+python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["plans"][0]["cp"] > 1 else 1)' "$TMP/out" \
+	&& ok || bad "without a framework the 64k-token search should pick cp > 1 first"
 expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 256 --seq 8192 --gbs-tokens 4M --top 40 --no-db --json --framework torchtitan
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and any(x["pp"] > 1 for x in p) and all(x["schedule"] in ("none", "afab", "1f1b", "interleaved", "zb-v", "dualpipev") for x in p) else 1)' "$TMP/out" \
 	&& ok || bad "tune --framework torchtitan lists a schedule torch.distributed.pipelining lacks: $(head -c 300 "$TMP/out")"
