@@ -131,39 +131,63 @@ static int has(const char *hay, const char *needle)
 	return 0;
 }
 
-/* has(), but only as a term of the prose: not inside an identifier or a path, which a
- * locator's file name is (benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md names a page,
- * not the technique) */
-static int has_term(const char *hay, const char *needle)
+/* a switch a row's notes state by one of `terms` (prose, or a framework's own flag or config
+ * key): 1 on, 0 off, -1 not stated. A term reads as off when a value follows it that says so
+ * ("tp_comm_overlap=False", "overlap_comm: false", "AsyncTP off") or "no"/"without" precedes it. */
+static int note_switch(const char *notes, const char *const *terms)
 {
-	size_t n = strlen(needle);
-	for (const char *h = hay; *h; h++) {
-		if (strncasecmp(h, needle, n)) continue;
-		char before = h > hay ? h[-1] : ' ', after = h[n];
-		if (isalnum((unsigned char)before) || before == '_' || before == '/') continue;
-		if (isalnum((unsigned char)after) || after == '_' || after == '/' ||
-		    (after == '.' && isalnum((unsigned char)h[n + 1]))) /* "x.md", not a full stop */
-			continue;
-		return 1;
+	int said = -1;
+	for (const char *const *t = terms; *t; t++) {
+		size_t n = strlen(*t);
+		for (const char *h = notes; *h; h++) {
+			if (strncasecmp(h, *t, n)) continue;
+			char before = h > notes ? h[-1] : ' ', after = h[n];
+			if (isalnum((unsigned char)before) || before == '_' || before == '/' || before == '-') continue;
+			if (isalnum((unsigned char)after) || after == '_' || after == '/' || (after == '-' && isalnum((unsigned char)h[n + 1])) ||
+			    (after == '.' && isalnum((unsigned char)h[n + 1]))) /* "x.md", not a full stop */
+				continue;
+			int on = 1;
+			const char *v = h + n;
+			while (*v == ' ' || *v == '=' || *v == ':' || *v == '"' || *v == '\'') v++;
+			static const char *const offs[] = {"false", "0", "off", "disabled", "none", "no", NULL};
+			for (const char *const *o = offs; *o; o++) {
+				size_t k = strlen(*o);
+				if (!strncasecmp(v, *o, k) && !isalnum((unsigned char)v[k])) on = 0;
+			}
+			const char *b = h;
+			while (b > notes && b[-1] == ' ') b--;
+			if ((b - notes >= 2 && !strncasecmp(b - 2, "no", 2) && (b - notes == 2 || !isalnum((unsigned char)b[-3]))) ||
+			    (b - notes >= 7 && !strncasecmp(b - 7, "without", 7) && (b - notes == 7 || !isalnum((unsigned char)b[-8]))))
+				on = 0;
+			if (on) return 1;
+			said = 0;
+		}
 	}
-	return 0;
+	return said;
 }
 
-/* Overlap settings are not columns; a row states them in its notes when the source lists them
- * (Megatron's --overlap-grad-reduce / --overlap-param-gather / --tp-comm-overlap /
- * --overlap-p2p-communication, torchtitan's AsyncTP). Stated here, they outrank the framework's
- * defaults; unstated, the framework's defaults apply (row_framework). */
+/* Overlap settings are not columns; a row states them in its notes when the source lists them,
+ * in prose or by the framework's own names: Megatron's --overlap-grad-reduce /
+ * --overlap-param-gather / --tp-comm-overlap / --overlap-p2p-communication (NeMo and
+ * Megatron-Core config keys overlap_grad_reduce, overlap_param_gather, tp_comm_overlap,
+ * overlap_p2p_comm), DeepSpeed's ZeRO overlap_comm (the gradient reduction under the backward),
+ * torchtitan's AsyncTP (enable_async_tensor_parallel). Stated on or off here, they outrank the
+ * framework's defaults; unstated, the framework's defaults apply (row_framework). */
 static void notes_overlaps(const char *notes, struct plan *p)
 {
+	static const char *const grad[] = {"overlap of DP grad reduce", "overlap-grad-reduce", "overlap_grad_reduce",
+		"grad reduce overlap", "overlap_comm", NULL};
+	static const char *const gather[] = {"param gather", "overlap-param-gather", "overlap_param_gather", NULL};
+	static const char *const tp[] = {"TP comm overlap", "tp-comm-overlap", "tp_comm_overlap", "AsyncTP",
+		"enable_async_tensor_parallel", NULL};
+	static const char *const p2p[] = {"PP comm overlap", "overlap-p2p-comm", "overlap_p2p_comm", "overlap-p2p-communication", NULL};
+	struct { const char *key; const char *const *terms; } sw[] = {
+		{"overlap_grad_reduce", grad}, {"overlap_param_gather", gather}, {"overlap_tp_comm", tp}, {"overlap_p2p", p2p}};
 	char err[ERR_LEN];
-	if (has_term(notes, "overlap of DP grad reduce") || has_term(notes, "overlap-grad-reduce") || has_term(notes, "overlap_grad_reduce"))
-		plan_set(p, "overlap_grad_reduce", "1", err);
-	if (has_term(notes, "param gather") || has_term(notes, "overlap-param-gather") || has_term(notes, "overlap_param_gather"))
-		plan_set(p, "overlap_param_gather", "1", err);
-	if (has_term(notes, "TP comm overlap") || has_term(notes, "tp-comm-overlap") || has_term(notes, "AsyncTP"))
-		plan_set(p, "overlap_tp_comm", "1", err);
-	if (has_term(notes, "PP comm overlap") || has_term(notes, "overlap-p2p-comm") || has_term(notes, "overlap_p2p_comm"))
-		plan_set(p, "overlap_p2p", "1", err);
+	for (size_t i = 0; i < sizeof(sw) / sizeof(sw[0]); i++) {
+		int on = note_switch(notes, sw[i].terms);
+		if (on >= 0) plan_set(p, sw[i].key, on ? "1" : "0", err);
+	}
 }
 
 /* the first year (1990-2099) written in a source name, 0 if none */

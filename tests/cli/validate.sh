@@ -231,6 +231,28 @@ for ov in 1 0; do
 done >"$TMP/async_sim"
 A1=$(sed -n 1p "$TMP/async_sim"); A0=$(sed -n 2p "$TMP/async_sim")
 json_check "$TMP/async.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $A1 - 1) < 1e-6 and abs(d['results'][1]['pred_tokens_per_s_per_gpu'] / $A0 - 1) < 1e-6 and $A1 != $A0"
+# a framework's own key names the switch too, with its value: torchtitan's
+# enable_async_tensor_parallel = true is AsyncTP (AT3); NeMo's tp_comm_overlap=False turns off
+# what NeMo defaults on (AT5, priced as `sim --framework nemo --overlap-tp-comm 0`, and AT6
+# says it in prose, "no TP comm overlap"); a row that only reports another run's async-TP
+# figure ("Async TP gives 652.4") states nothing about its own (AT4)
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row AT3 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "config: enable_async_tensor_parallel = true | $PAGE"
+	tsv_row AT4 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "vanilla TP; Async TP gives 652.4 | $PAGE"
+	tsv_row AT5 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "recipe: tp_comm_overlap=False"
+	tsv_row AT6 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "no TP comm overlap"
+	tsv_row AT7 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "recipe defaults"
+} >"$TMP/async2.tsv"
+expect_rc 0 "$SP" validate "$TMP/async2.tsv" --json
+cp "$TMP/out" "$TMP/async2.json"
+for ov in 0 1; do
+	"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --zero 1 --recompute none --mbs 4 --gbs 64 --seq 4096 \
+		--framework nemo --overlap-tp-comm $ov --overlap-grad-reduce 1 --overlap-param-gather 1 --json 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'
+done >"$TMP/nemo_sim"
+N0=$(sed -n 1p "$TMP/nemo_sim"); N1=$(sed -n 2p "$TMP/nemo_sim")
+json_check "$TMP/async2.json" "[abs(r['pred_tokens_per_s_per_gpu'] / x - 1) < 1e-6 for r, x in zip(d['results'], [$A1, $A0, $N0, $N0, $N1])] == [True] * 5 and $N0 != $N1"
 
 # an override counts as stated before the framework's defaults, so the defaults that depend on
 # it follow it: --set compile=1 on AT2 prices torchtitan's compiled block and loss, as
