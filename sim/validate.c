@@ -335,10 +335,13 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		add_assumed(r, "recompute op (torchtitan per-op selective)");
 	}
 	/* FORMAT.md has no column for torch.compile; a PyTorch row whose notes name it (the
-	 * source's "Techniques: FSDP + torch.compile") was compiled */
-	if (has(cell[ix[C_NOTES]], "torch.compile")) {
-		plan_set(p, "compile", "1", err);
-		add_assumed(r, "compile 1 (notes: torch.compile)");
+	 * source's "Techniques: FSDP + torch.compile", torchtitan's compile.enable = true) was
+	 * compiled, and one whose notes switch it off ("without torch.compile") was not */
+	static const char *const compiled[] = {"torch.compile", "compile.enable", NULL};
+	int comp = note_switch(cell[ix[C_NOTES]], compiled);
+	if (comp >= 0) {
+		plan_set(p, "compile", comp ? "1" : "0", err);
+		add_assumed(r, comp ? "compile 1 (notes: torch.compile)" : "compile 0 (notes: not compiled)");
 	}
 	/* FlashAttention appeared in May 2022 and reached Megatron-LM (--use-flash-attn) and
 	 * DeepSpeed in 2023; a run published in 2022 or before, whose notes do not say flash,

@@ -235,7 +235,8 @@ json_check "$TMP/async.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] /
 # enable_async_tensor_parallel = true is AsyncTP (AT3); NeMo's tp_comm_overlap=False turns off
 # what NeMo defaults on (AT5, priced as `sim --framework nemo --overlap-tp-comm 0`, and AT6
 # says it in prose, "no TP comm overlap"); a row that only reports another run's async-TP
-# figure ("Async TP gives 652.4") states nothing about its own (AT4)
+# figure ("Async TP gives 652.4") states nothing about its own (AT4); "without torch.compile"
+# is an eager run (AT8), priced as AT2
 {
 	tsv_row "${HEADER[@]}"
 	tsv_row AT3 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "config: enable_async_tensor_parallel = true | $PAGE"
@@ -243,6 +244,7 @@ json_check "$TMP/async.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] /
 	tsv_row AT5 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "recipe: tp_comm_overlap=False"
 	tsv_row AT6 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "no TP comm overlap"
 	tsv_row AT7 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "recipe defaults"
+	tsv_row AT8 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "vanilla TP, without torch.compile | $PAGE"
 } >"$TMP/async2.tsv"
 expect_rc 0 "$SP" validate "$TMP/async2.tsv" --json
 cp "$TMP/out" "$TMP/async2.json"
@@ -252,7 +254,7 @@ for ov in 0 1; do
 		python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'
 done >"$TMP/nemo_sim"
 N0=$(sed -n 1p "$TMP/nemo_sim"); N1=$(sed -n 2p "$TMP/nemo_sim")
-json_check "$TMP/async2.json" "[abs(r['pred_tokens_per_s_per_gpu'] / x - 1) < 1e-6 for r, x in zip(d['results'], [$A1, $A0, $N0, $N0, $N1])] == [True] * 5 and $N0 != $N1"
+json_check "$TMP/async2.json" "[abs(r['pred_tokens_per_s_per_gpu'] / x - 1) < 1e-6 for r, x in zip(d['results'], [$A1, $A0, $N0, $N0, $N1, $A0])] == [True] * 6 and $N0 != $N1"
 
 # an override counts as stated before the framework's defaults, so the defaults that depend on
 # it follow it: --set compile=1 on AT2 prices torchtitan's compiled block and loss, as
