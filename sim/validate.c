@@ -324,6 +324,16 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 		snprintf(r->reason, sizeof(r->reason), "gpus_per_node: '%.20s' is not a positive integer", cell[ix[C_GPN]]);
 		return -1;
 	}
+	if (p->gpus > p->gpus_per_node && p->gpus % p->gpus_per_node) {
+		/* a run that is not whole NVLink domains (128 GPUs in 72-GPU GB200 NVL72 racks) ran
+		 * on an equal share of each, the largest that tiles it (64: 16 of a rack's 18 trays) */
+		int d = p->gpus_per_node;
+		while (p->gpus % d) d--;
+		char what[128];
+		snprintf(what, sizeof(what), "gpus_per_node %d (%d GPUs fill domains of %d equally)", d, p->gpus, p->gpus_per_node);
+		add_assumed(r, what);
+		p->gpus_per_node = d;
+	}
 	const char *c = cell[ix[C_SCHED]];
 	if (*c && strcmp(c, "none") && plan_set(p, "schedule", c, err)) goto bad;
 	if (p->pp == 1 && plan_set(p, "schedule", "none", err)) goto bad;

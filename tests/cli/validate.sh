@@ -265,6 +265,17 @@ AC=$("$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --
 	--framework torchtitan --compile 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])')
 json_check "$TMP/async_c.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $AC - 1) < 1e-6 and $AC != $A0"
 
+# a run that is not whole NVLink domains (128 GB200s in 72-GPU NVL72 racks) is simulated on an
+# equal share of each, 64 GPUs (the largest that tiles 128), and says so; it used to be refused
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row GB1 "test" torchtitan "${ARCH[@]:1:18}" 1 gb200-nvl72 72 128 4 1 32 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "test row"
+} >"$TMP/gb.tsv"
+expect_rc 0 "$SP" validate "$TMP/gb.tsv" --json
+GBS=$("$SP" sim --model llama-3-8b --gpu gb200-nvl72 --gpus 128 --gpus-per-node 64 --tp 4 --dp 32 --sp --zero 1 --recompute none \
+	--mbs 1 --gbs 64 --seq 4096 --framework torchtitan --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])')
+json_check "$TMP/out" "d['simulated'] == 1 and 'gpus_per_node 64 (128 GPUs fill domains of 72' in d['results'][0]['assumed'] and abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $GBS - 1) < 1e-6"
+
 # an in-house stack (framework "other") documents no allocator, gradient dtype or ZeRO-2
 # reduction schedule: those are cells like any other, completed with the fastest plan that
 # fits; a documented framework (megatron-core) sets them from its profile and searches none.
