@@ -217,19 +217,21 @@ json_check "$TMP/titan.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] /
 # AsyncTP and is priced with TP overlap; AT2, vanilla TP from the same page, takes torchtitan's
 # default (off): each equals `sim --framework torchtitan` with that switch.
 PAGE="locator: pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md"
+# one plan (8B, tp 8 x dp 2 with SP, micro-batch 4) as a row of framework $2 at ZeRO $3 with
+# notes $4, and as sim prices it with that framework and the flags after $2
+at_row() { tsv_row "$1" "test" "$2" "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 "$3" none none bf16 ok 5000 "" "" "" "" "" "" high "$4"; }
+at_sim() {
+	"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --zero "$1" --recompute none --mbs 4 --gbs 64 --seq 4096 \
+		--framework "$2" "${@:3}" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'
+}
 {
 	tsv_row "${HEADER[@]}"
-	tsv_row AT1 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "Techniques: FSDP + AsyncTP | $PAGE"
-	tsv_row AT2 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "Techniques: FSDP + vanilla TP | $PAGE"
+	at_row AT1 torchtitan 3 "Techniques: FSDP + AsyncTP | $PAGE"
+	at_row AT2 torchtitan 3 "Techniques: FSDP + vanilla TP | $PAGE"
 } >"$TMP/async.tsv"
 expect_rc 0 "$SP" validate "$TMP/async.tsv" --json
 cp "$TMP/out" "$TMP/async.json"
-for ov in 1 0; do
-	"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --zero 3 --recompute none --mbs 4 --gbs 64 --seq 4096 \
-		--framework torchtitan --overlap-tp-comm $ov --json 2>/dev/null |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'
-done >"$TMP/async_sim"
-A1=$(sed -n 1p "$TMP/async_sim"); A0=$(sed -n 2p "$TMP/async_sim")
+A1=$(at_sim 3 torchtitan --overlap-tp-comm 1); A0=$(at_sim 3 torchtitan --overlap-tp-comm 0)
 json_check "$TMP/async.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $A1 - 1) < 1e-6 and abs(d['results'][1]['pred_tokens_per_s_per_gpu'] / $A0 - 1) < 1e-6 and $A1 != $A0"
 # a framework's own key names the switch too, with its value: torchtitan's
 # enable_async_tensor_parallel = true is AsyncTP (AT3); NeMo's tp_comm_overlap=False turns off
@@ -239,21 +241,17 @@ json_check "$TMP/async.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] /
 # is an eager run (AT8), priced as AT2
 {
 	tsv_row "${HEADER[@]}"
-	tsv_row AT3 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "config: enable_async_tensor_parallel = true | $PAGE"
-	tsv_row AT4 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "vanilla TP; Async TP gives 652.4 | $PAGE"
-	tsv_row AT5 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "recipe: tp_comm_overlap=False"
-	tsv_row AT6 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "no TP comm overlap"
-	tsv_row AT7 "test" nemo "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 1 none none bf16 ok 5000 "" "" "" "" "" "" high "recipe defaults"
-	tsv_row AT8 "test" torchtitan "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 3 none none bf16 ok 5000 "" "" "" "" "" "" high "vanilla TP, without torch.compile | $PAGE"
+	at_row AT3 torchtitan 3 "config: enable_async_tensor_parallel = true | $PAGE"
+	at_row AT4 torchtitan 3 "vanilla TP; Async TP gives 652.4 | $PAGE"
+	at_row AT5 nemo 1 "recipe: tp_comm_overlap=False"
+	at_row AT6 nemo 1 "no TP comm overlap"
+	at_row AT7 nemo 1 "recipe defaults"
+	at_row AT8 torchtitan 3 "vanilla TP, without torch.compile | $PAGE"
 } >"$TMP/async2.tsv"
 expect_rc 0 "$SP" validate "$TMP/async2.tsv" --json
 cp "$TMP/out" "$TMP/async2.json"
-for ov in 0 1; do
-	"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --zero 1 --recompute none --mbs 4 --gbs 64 --seq 4096 \
-		--framework nemo --overlap-tp-comm $ov --overlap-grad-reduce 1 --overlap-param-gather 1 --json 2>/dev/null |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'
-done >"$TMP/nemo_sim"
-N0=$(sed -n 1p "$TMP/nemo_sim"); N1=$(sed -n 2p "$TMP/nemo_sim")
+NE=(--overlap-grad-reduce 1 --overlap-param-gather 1)
+N0=$(at_sim 1 nemo --overlap-tp-comm 0 "${NE[@]}"); N1=$(at_sim 1 nemo --overlap-tp-comm 1 "${NE[@]}")
 json_check "$TMP/async2.json" "[abs(r['pred_tokens_per_s_per_gpu'] / x - 1) < 1e-6 for r, x in zip(d['results'], [$A1, $A0, $N0, $N0, $N1, $A0])] == [True] * 6 and $N0 != $N1"
 
 # an override counts as stated before the framework's defaults, so the defaults that depend on
@@ -261,8 +259,7 @@ json_check "$TMP/async2.json" "[abs(r['pred_tokens_per_s_per_gpu'] / x - 1) < 1e
 # `sim --framework torchtitan --compile 1` does
 expect_rc 0 "$SP" validate "$TMP/async.tsv" --row AT2 --set compile=1 --json
 cp "$TMP/out" "$TMP/async_c.json"
-AC=$("$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --zero 3 --recompute none --mbs 4 --gbs 64 --seq 4096 \
-	--framework torchtitan --compile 1 --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])')
+AC=$(at_sim 3 torchtitan --compile 1)
 json_check "$TMP/async_c.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $AC - 1) < 1e-6 and $AC != $A0"
 
 # a run that is not whole NVLink domains (128 GB200s in 72-GPU NVL72 racks) is simulated on an
