@@ -480,8 +480,13 @@ static int complete_plan(struct val_row *r, const struct model *m, const struct 
 		struct plan q = *p;
 		struct estimate eq;
 		int bad = 0;
-		for (int k = 0; k < f.nkeys && !bad; k++) bad = plan_set(&q, f.key[k], f.val[k][idx[k]], e2) != 0;
-		if (!bad && !estimate_prepared(m, h, &q, &eq, e2)) {
+		/* when no completion is a plan, the first one's reason is reported: the candidates
+		 * start at their smallest values (expert TP 1, micro-batch 1), so a later one's
+		 * reason is more often its own value's (ep*etp does not divide) than the row's
+		 * (fp8 on an A100) */
+		char later[ERR_LEN], *why = e2[0] ? later : e2;
+		for (int k = 0; k < f.nkeys && !bad; k++) bad = plan_set(&q, f.key[k], f.val[k][idx[k]], why) != 0;
+		if (!bad && !estimate_prepared(m, h, &q, &eq, why)) {
 			int fits = eq.fits || !ok_row;
 			/* a fitting completion beats any that does not; among those that do not, the
 			 * smallest peak (closest to what ran) */

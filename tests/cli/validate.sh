@@ -359,6 +359,13 @@ sys.exit(0 if d["simulated"] == 0 and d["throughput_rows"] == 0 and os.environ["
 	then ok; else bad "bad-$1.tsv: reason lacks '$4': $(head -c 400 "$TMP/out")"; fi
 }
 col() { local i; for i in "${!HEADER[@]}"; do [ "${HEADER[$i]}" = "$1" ] && echo "$i"; done; }
+# when no completion of a row is a plan, the reason is the row's, not the last candidate's: an
+# FP8 MoE row on A100s whose experts fold over TP (ep 8 over tp 2 x dp 4, expert TP filled with
+# 1 or 2) is refused for FP8 on an A100, not for the expert-TP candidate tried last
+MOE=("" moe-test 32 4096 0 32 8 128 32000 0 rmsnorm swiglu 8 2 14336 0 0 4096 64)
+{ tsv_row "${HEADER[@]}"; tsv_row FP8A test "${MOE[@]}" 1 a100-sxm-80g 8 8 2 1 4 1 8 1 1 1 none none fp8 ok 900 "" "" "" "" "" "" high "test row"; } >"$TMP/fp8a.tsv"
+expect_rc 0 "$SP" validate "$TMP/fp8a.tsv" --json
+json_check "$TMP/out" "d['simulated'] == 0 and 'fp8 is not supported by gpu a100-sxm-80g' in d['results'][0]['reason']"
 bad_row inf "$(col tokens_per_s_per_gpu)" inf "tokens_per_s_per_gpu: 'inf' is not a plain non-negative decimal number"
 bad_row neg "$(col tokens_per_s_per_gpu)" -5 "tokens_per_s_per_gpu: '-5'"
 bad_row exp "$(col mem_gib)" 6e1 "mem_gib: '6e1'"
