@@ -440,7 +440,9 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 		int per = m->layers / p->pp;
 		fill_add(f, "vpp", 2, per < 16 ? per : 16, divides, &per);
 	}
-	if (!known(r, p, "sp") && p->tp > 1) fill_add(f, "sp", 0, 1, NULL, NULL);
+	/* sequence parallelism came with the same paper as selective recomputation (Megatron-LM's
+	 * --sequence-parallel, arXiv 2205.05198): a run published before 2022 did not have it */
+	if (!known(r, p, "sp") && p->tp > 1) fill_add(f, "sp", 0, r->year && r->year < 2022 ? 0 : 1, NULL, NULL);
 	if (!known(r, p, "zero")) fill_add(f, "zero", 0, 3, NULL, NULL);
 	if (!known(r, p, "ep") && model_is_moe(m)) {
 		struct ep_arg a = {p->dp * p->cp, m->moe_experts};

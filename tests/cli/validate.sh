@@ -321,6 +321,17 @@ json_check "$TMP/old.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $
 expect_rc 0 "$SP" validate "$TMP/rcyear.tsv" --json
 json_check "$TMP/out" '"recompute full," in d["results"][0]["assumed"] and "recompute selective," in d["results"][1]["assumed"]'
 
+# so does sequence parallelism (the same paper's --sequence-parallel): tp 8 on 8 GPUs with the
+# sp cell empty completes to SP when the row is dated 2023 (faster, and it shards the
+# activations), to no SP when it is dated 2021
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row SP21 "Some paper 2021 Table 9" "${ARCH[@]}" 8 h100-sxm 8 8 8 1 1 1 1 1 "" 0 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
+	tsv_row SP23 "Some paper 2023 Table 9" "${ARCH[@]}" 8 h100-sxm 8 8 8 1 1 1 1 1 "" 0 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
+} >"$TMP/spyear.tsv"
+expect_rc 0 "$SP" validate "$TMP/spyear.tsv" --json
+json_check "$TMP/out" '"sp 0" in d["results"][0]["assumed"] and "sp 1" in d["results"][1]["assumed"]'
+
 # mem_kind allocated (torch max_memory_allocated) is compared with live tensors: the reserved
 # estimate less the allocator's fragmentation allowance, (alloc_frag_native - 1) = 0.7 on
 # h100-sxm (a row without framework runs the native allocator), on the dynamic parts
