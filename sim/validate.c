@@ -451,8 +451,10 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 	/* expert TP has no column: with MoE parallel folding (ep beyond dp*cp) it must be below tp */
 	if (!known(r, p, "etp") && model_is_moe(m) && p->tp > 1) fill_add(f, "etp", 1, p->tp, divides, &p->tp);
 	if (!known(r, p, "allocator")) {
+		/* expandable segments entered PyTorch's caching allocator in 2023
+		 * (pytorch/pytorch#96995, merged 2023-03): a run published before ran the native one */
 		const char *al[] = {"native", "expandable"};
-		fill_names(f, "allocator", al, 2);
+		fill_names(f, "allocator", al, r->year && r->year < 2023 ? 1 : 2);
 	}
 	if (!known(r, p, "fp32_grads") && p->precision != PREC_FP32) fill_add(f, "fp32_grads", 0, 1, NULL, NULL);
 	if (!known(r, p, "reduce_per_mb") && (p->zero >= 2 || !known(r, p, "zero")))

@@ -332,6 +332,19 @@ json_check "$TMP/out" '"recompute full," in d["results"][0]["assumed"] and "reco
 expect_rc 0 "$SP" validate "$TMP/spyear.tsv" --json
 json_check "$TMP/out" '"sp 0" in d["results"][0]["assumed"] and "sp 1" in d["results"][1]["assumed"]'
 
+# and expandable segments date from 2023 (pytorch/pytorch#96995): with the allocator unknown
+# (no framework), the 8B at ZeRO-3 on 8 GPUs with 2 x 6656 tokens fits under neither, and the
+# completion takes the smallest peak: expandable segments when the row is dated 2024, the native
+# allocator when it is dated 2021
+A66=("${ARCH[@]}"); A66[17]=6656
+{
+	tsv_row "${HEADER[@]}"
+	tsv_row AL21 "Some paper 2021 Table 9" "${A66[@]}" 2 h100-sxm 8 8 1 1 8 1 1 1 0 3 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
+	tsv_row AL24 "Some paper 2024 Table 9" "${A66[@]}" 2 h100-sxm 8 8 1 1 8 1 1 1 0 3 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
+} >"$TMP/alyear.tsv"
+expect_rc 0 "$SP" validate "$TMP/alyear.tsv" --json
+json_check "$TMP/out" '"allocator native" in d["results"][0]["assumed"] and "allocator expandable" in d["results"][1]["assumed"] and not d["results"][1]["pred_fits"]'
+
 # mem_kind allocated (torch max_memory_allocated) is compared with live tensors: the reserved
 # estimate less the allocator's fragmentation allowance, (alloc_frag_native - 1) = 0.7 on
 # h100-sxm (a row without framework runs the native allocator), on the dynamic parts
