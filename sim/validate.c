@@ -257,6 +257,16 @@ static int row_framework(struct val_row *r, struct plan *p, const char *sched_ce
 			add_assumed(r, "vpp 2 (torchtitan: 2 stages per rank)");
 		}
 	}
+	/* FORMAT.md's "selective" is the framework's own partial recomputation: where a framework
+	 * has no Megatron-style core-attention recompute and offers per-op checkpointing
+	 * (torchtitan), a selective row ran that */
+	if (fw && p->recompute == RC_SELECTIVE && !framework_offers(fw, "recompute", "selective", p) &&
+	    framework_offers(fw, "recompute", "op", p)) {
+		p->recompute = RC_OP;
+		char what[96];
+		snprintf(what, sizeof(what), "recompute op (%s's selective checkpointing is per op)", r->framework);
+		add_assumed(r, what);
+	}
 	if (r->framework[0]) {
 		char applied[sizeof(r->assumed)] = "";
 		if (!fw || framework_apply(fw, p, r->year, applied, sizeof(applied), &r->fw_mask, err) < 0) {
@@ -433,8 +443,13 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 		/* selective recomputation appeared with Korthikanti et al. (arXiv 2205.05198, May 2022,
 		 * Megatron-LM's --recompute-granularity selective); a run published before 2022 kept
 		 * every activation or checkpointed whole layers */
-		const char *rc[] = {"none", "full", "selective"};
-		fill_names(f, "recompute", rc, r->year && r->year < 2022 ? 2 : 3);
+		const char *rc[] = {"none", "full", "selective", "op"};
+		const struct fw_offer *o = fw ? framework_offer(fw, "recompute", p) : NULL;
+		int op = 0; /* per-op checkpointing only where the framework says it has it */
+		for (int i = 0; o && i < o->n; i++) op |= !strcmp(o->values[i], "op");
+		if (r->year && r->year < 2022) fill_names(f, "recompute", rc, 2);
+		else if (op) fill_names(f, "recompute", rc, 4);
+		else fill_names(f, "recompute", rc, 3);
 	}
 	if (!known(r, p, "vpp") && (sched_family(p->schedule)->flags & SCHED_F_VIRTUAL)) {
 		int per = m->layers / p->pp;

@@ -42,6 +42,8 @@ struct ctx {
 	 * schedules (enum schedule) and the recompute modes (enum recompute) it has for the
 	 * current degrees; all bits without a framework */
 	unsigned offer_zero, offer_sched, offer_rc;
+	int rc_sel;                /* the partial recompute mode searched: Megatron's selective, or
+				    * per-op checkpointing where the framework has that instead */
 	int offers_cond;           /* an offer has a condition: the masks follow the degrees */
 };
 
@@ -170,9 +172,9 @@ static int price(struct ctx *c, struct search_cand *k)
  * stage's layers (or on the pinned count), full. full does a superset of the work of every
  * other mode. Returns 0 when option i is not enumerated. */
 #define NRC 4
-static int rc_option(const struct search_fix *fx, int i, int stage_layers, int *mode, int *layers)
+static int rc_option(const struct search_fix *fx, int i, int stage_layers, int sel, int *mode, int *layers)
 {
-	*mode = i == 0 ? RC_NONE : i == 1 ? RC_SELECTIVE : RC_FULL;
+	*mode = i == 0 ? RC_NONE : i == 1 ? sel : RC_FULL;
 	*layers = i == 2 ? (stage_layers + 1) / 2 : -1;
 	if (fx->recompute_layers >= 0) {
 		if (i != 2) return 0;
@@ -289,7 +291,7 @@ static int inner(struct ctx *c, struct search_cand *k, int rej, int stage_layers
 		double *ub = c->ubt[k->zero][k->sp][mi];
 		for (int i = 0; i < NRC; i++) {
 			int mode, layers;
-			if (!rc_option(&rq->fix, i, stage_layers, &mode, &layers) || !(c->offer_rc >> mode & 1)) continue;
+			if (!rc_option(&rq->fix, i, stage_layers, c->rc_sel, &mode, &layers) || !(c->offer_rc >> mode & 1)) continue;
 			k->recompute = mode;
 			k->recompute_layers = layers;
 			if (rej2 >= 0) { reject_all(c, &ov, rej2); continue; }
@@ -484,8 +486,10 @@ static int ctx_init(struct ctx *c, const struct search_req *rq, struct search_re
 	c->k = rq->top > 0 ? rq->top : 10;
 	for (int i = 0; i < SEARCH_NSHAPES; i++) c->shape_best[i] = -1;
 	c->offer_zero = c->offer_sched = c->offer_rc = ~0u;
+	c->rc_sel = RC_SELECTIVE;
 	if (rq->has_fw) {
 		offer_masks(c, NULL);
+		if (!(c->offer_rc >> RC_SELECTIVE & 1) && framework_offer(&rq->fw, "recompute", NULL)) c->rc_sel = RC_OP;
 		c->offers_cond = framework_offers_conditional(&rq->fw);
 	}
 	if (!rq->exhaustive && !(c->kbest = malloc(sizeof(double) * (size_t)c->k))) return errf(err, "search: out of memory");

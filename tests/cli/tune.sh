@@ -280,6 +280,17 @@ python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["plans"]
 expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 256 --seq 8192 --gbs-tokens 4M --top 40 --no-db --json --framework torchtitan
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if len(p) == 40 and any(x["pp"] > 1 for x in p) and all(x["schedule"] in ("none", "afab", "1f1b", "interleaved", "zb-v", "dualpipev") for x in p) else 1)' "$TMP/out" \
 	&& ok || bad "tune --framework torchtitan lists a schedule torch.distributed.pipelining lacks: $(head -c 300 "$TMP/out")"
+# torchtitan's partial recompute is per-op checkpointing, not Megatron's selective: its search
+# lists op plans and no selective ones, --fix recompute=op pins it there, and without a framework
+# that has it the pin is refused with the modes the search knows
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 64 --seq 8192 --gbs 128 --top 40 --no-db --json --framework torchtitan
+python3 -c 'import json,sys; m=[x["recompute"] for x in json.load(open(sys.argv[1]))["plans"]]; sys.exit(0 if "op" in m and "selective" not in m else 1)' "$TMP/out" \
+	&& ok || bad "tune --framework torchtitan should search per-op checkpointing instead of selective: $(head -c 300 "$TMP/out")"
+expect_rc 0 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 64 --seq 8192 --gbs 128 --top 5 --no-db --json --framework torchtitan --fix recompute=op
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["plans"]; sys.exit(0 if p and all(x["recompute"] == "op" for x in p) else 1)' "$TMP/out" \
+	&& ok || bad "tune --framework torchtitan --fix recompute=op: $(head -c 300 "$TMP/out")"
+expect_rc 2 "$SP" tune --model llama-3-70b --gpu h100-sxm --gpus 64 --seq 8192 --gbs 128 --no-db --fix recompute=op
+expect_err_line 'fix recompute=op: the search.s recompute modes are none, selective and full'
 expect_rc 2 "$SP" tune --model llama-3-8b --gpu h100-sxm --gpus 8 --seq 4096 --gbs 32 --no-db --framework nosuch
 expect_err_line 'nosuch'
 # the tie threshold is the throughput MAPE validate publishes for the published runs

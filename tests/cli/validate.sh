@@ -219,7 +219,7 @@ json_check "$TMP/titan.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] /
 PAGE="locator: pytorch/torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md"
 # one plan (8B, tp 8 x dp 2 with SP, micro-batch 4) as a row of framework $2 at ZeRO $3 with
 # notes $4, and as sim prices it with that framework and the flags after $2
-at_row() { tsv_row "$1" "test" "$2" "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 "$3" none none bf16 ok 5000 "" "" "" "" "" "" high "$4"; }
+at_row() { tsv_row "$1" "test" "$2" "${ARCH[@]:1:18}" 4 h100-sxm 8 16 8 1 2 1 1 1 1 "$3" "${5-none}" none bf16 ok 5000 "" "" "" "" "" "" high "$4"; }
 at_sim() {
 	"$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 16 --tp 8 --dp 2 --sp --zero "$1" --recompute none --mbs 4 --gbs 64 --seq 4096 \
 		--framework "$2" "${@:3}" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'
@@ -253,6 +253,21 @@ cp "$TMP/out" "$TMP/async2.json"
 NE=(--overlap-grad-reduce 1 --overlap-param-gather 1)
 N0=$(at_sim 1 nemo --overlap-tp-comm 0 "${NE[@]}"); N1=$(at_sim 1 nemo --overlap-tp-comm 1 "${NE[@]}")
 json_check "$TMP/async2.json" "[abs(r['pred_tokens_per_s_per_gpu'] / x - 1) < 1e-6 for r, x in zip(d['results'], [$A1, $A0, $N0, $N0, $N1, $A0])] == [True] * 6 and $N0 != $N1"
+
+# torchtitan has no Megatron-style core-attention recompute: its selective checkpointing is per
+# layer or per op (the profile offers none, full and op), so a torchtitan row that says
+# selective, its notes silent on which, ran per-op checkpointing (AT9, priced as
+# `sim --recompute op`); a row that leaves recompute empty completes among none, full and op,
+# never Megatron's selective (AT10)
+{
+	tsv_row "${HEADER[@]}"
+	at_row AT9 torchtitan 3 "vanilla TP | $PAGE" selective
+	at_row AT10 torchtitan 3 "vanilla TP | $PAGE" ""
+} >"$TMP/titan_rc.tsv"
+expect_rc 0 "$SP" validate "$TMP/titan_rc.tsv" --json
+cp "$TMP/out" "$TMP/titan_rc.json"
+AOP=$(at_sim 3 torchtitan --recompute op)
+json_check "$TMP/titan_rc.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $AOP - 1) < 1e-6 and 'recompute op (torchtitan' in d['results'][0]['assumed'] and any(('recompute ' + m + ' (fastest') in d['results'][1]['assumed'] or ('recompute ' + m + ',') in d['results'][1]['assumed'] for m in ('none', 'full', 'op')) and 'recompute selective' not in d['results'][1]['assumed']"
 
 # an override counts as stated before the framework's defaults, so the defaults that depend on
 # it follow it: --set compile=1 on AT2 prices torchtitan's compiled block and loss, as
