@@ -347,6 +347,16 @@ json_check "$TMP/out" '"recompute full," in d["results"][0]["assumed"] and "reco
 expect_rc 0 "$SP" validate "$TMP/spyear.tsv" --json
 json_check "$TMP/out" '"sp 0" in d["results"][0]["assumed"] and "sp 1" in d["results"][1]["assumed"]'
 
+# and so do the overlaps nobody states: a row without a framework takes them on (the fastest),
+# except those that did not exist yet. SP21 (2021, tp 8) runs neither TP overlap; SP23 (2023)
+# both. Each is priced as sim with those switches (and grad reduce and param gather on)
+SPSIM=(sim --model llama-3-8b --gpu h100-sxm --gpus 8 --tp 8 --dp 1 --zero 0 --mbs 8 --gbs 64 --seq 4096 --recompute none
+	--overlap-grad-reduce 1 --overlap-param-gather 1 --overlap-p2p 1 --json)
+T21=$("$SP" "${SPSIM[@]}" --overlap-tp-comm 0 --overlap-tp-bwd 0 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])')
+T23=$("$SP" "${SPSIM[@]}" --sp --overlap-tp-comm 1 --overlap-tp-bwd 1 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])')
+expect_rc 0 "$SP" validate "$TMP/spyear.tsv" --json
+json_check "$TMP/out" "'overlap_tp_comm 0 (published before 2023)' in d['results'][0]['assumed'] and 'overlap_tp_bwd 0 (published before 2022)' in d['results'][0]['assumed'] and 'published before' not in d['results'][1]['assumed'] and abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $T21 - 1) < 1e-6 and abs(d['results'][1]['pred_tokens_per_s_per_gpu'] / $T23 - 1) < 1e-6"
+
 # and expandable segments date from 2023 (pytorch/pytorch#96995): with the allocator unknown
 # (no framework), the 8B at ZeRO-3 on 8 GPUs with 2 x 6656 tokens fits under neither, and the
 # completion takes the smallest peak: expandable segments when the row is dated 2024, the native
