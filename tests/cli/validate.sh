@@ -324,26 +324,25 @@ SIMTPS=$(for g in 0 1; do "$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 8 -
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])'; done | sort -g | tail -n 1)
 json_check "$TMP/old.json" "abs(d['results'][0]['pred_tokens_per_s_per_gpu'] / $SIMTPS - 1) < 1e-6 and d['results'][1]['pred_tokens_per_s_per_gpu'] > d['results'][0]['pred_tokens_per_s_per_gpu']"
 
+# dated_pair FILE ID1 YEAR1 ID2 YEAR2 CELLS...: one row published in each year, the same cells
+dated_pair() {
+	local f=$1 a=$2 ya=$3 b=$4 yb=$5
+	shift 5
+	{ tsv_row "${HEADER[@]}"; tsv_row "$a" "Some paper $ya Table 9" "$@"; tsv_row "$b" "Some paper $yb Table 9" "$@"; } >"$f"
+}
+
 # selective recomputation dates from 2022 (Korthikanti et al.): a row published before leaves
 # the completion none or full. 8B unfused on 8 GPUs, 4,096 tokens: keeping every activation
 # (3.3 GB a layer with the attention scores) does not fit, selective does and is faster than
 # full; the same row dated 2022 completes to selective, dated 2021 to full
-{
-	tsv_row "${HEADER[@]}"
-	tsv_row RC21 "Some paper 2021 Table 9" "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 0 1 "" none bf16 ok 5000 "" "" "" "" "" "" high "test row"
-	tsv_row RC22 "Some paper 2022 Table 9" "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 0 1 "" none bf16 ok 5000 "" "" "" "" "" "" high "test row"
-} >"$TMP/rcyear.tsv"
+dated_pair "$TMP/rcyear.tsv" RC21 2021 RC22 2022 "${ARCH[@]}" 1 h100-sxm 8 8 1 1 8 1 1 1 0 1 "" none bf16 ok 5000 "" "" "" "" "" "" high "test row"
 expect_rc 0 "$SP" validate "$TMP/rcyear.tsv" --json
 json_check "$TMP/out" '"recompute full," in d["results"][0]["assumed"] and "recompute selective," in d["results"][1]["assumed"]'
 
 # so does sequence parallelism (the same paper's --sequence-parallel): tp 8 on 8 GPUs with the
 # sp cell empty completes to SP when the row is dated 2023 (faster, and it shards the
 # activations), to no SP when it is dated 2021
-{
-	tsv_row "${HEADER[@]}"
-	tsv_row SP21 "Some paper 2021 Table 9" "${ARCH[@]}" 8 h100-sxm 8 8 8 1 1 1 1 1 "" 0 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
-	tsv_row SP23 "Some paper 2023 Table 9" "${ARCH[@]}" 8 h100-sxm 8 8 8 1 1 1 1 1 "" 0 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
-} >"$TMP/spyear.tsv"
+dated_pair "$TMP/spyear.tsv" SP21 2021 SP23 2023 "${ARCH[@]}" 8 h100-sxm 8 8 8 1 1 1 1 1 "" 0 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
 expect_rc 0 "$SP" validate "$TMP/spyear.tsv" --json
 json_check "$TMP/out" '"sp 0" in d["results"][0]["assumed"] and "sp 1" in d["results"][1]["assumed"]'
 
@@ -362,11 +361,7 @@ json_check "$TMP/out" "'overlap_tp_comm 0 (published before 2023)' in d['results
 # completion takes the smallest peak: expandable segments when the row is dated 2024, the native
 # allocator when it is dated 2021
 A66=("${ARCH[@]}"); A66[17]=6656
-{
-	tsv_row "${HEADER[@]}"
-	tsv_row AL21 "Some paper 2021 Table 9" "${A66[@]}" 2 h100-sxm 8 8 1 1 8 1 1 1 0 3 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
-	tsv_row AL24 "Some paper 2024 Table 9" "${A66[@]}" 2 h100-sxm 8 8 1 1 8 1 1 1 0 3 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
-} >"$TMP/alyear.tsv"
+dated_pair "$TMP/alyear.tsv" AL21 2021 AL24 2024 "${A66[@]}" 2 h100-sxm 8 8 1 1 8 1 1 1 0 3 none none bf16 ok 900 "" "" "" "" "" "" high "flash attention"
 expect_rc 0 "$SP" validate "$TMP/alyear.tsv" --json
 json_check "$TMP/out" '"allocator native" in d["results"][0]["assumed"] and "allocator expandable" in d["results"][1]["assumed"] and not d["results"][1]["pred_fits"]'
 
