@@ -217,6 +217,12 @@ int framework_offers(const struct framework *fw, const char *key, const char *va
 	return 0;
 }
 
+int framework_selective_is_op(const struct framework *fw, const struct plan *p)
+{
+	return framework_offer(fw, "recompute", p) && framework_offers(fw, "recompute", "op", p) &&
+	       !framework_offers(fw, "recompute", "selective", p);
+}
+
 int framework_offers_conditional(const struct framework *fw)
 {
 	for (int i = 0; i < fw->noffers; i++)

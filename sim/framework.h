@@ -73,6 +73,12 @@ const struct fw_offer *framework_offer(const struct framework *fw, const char *k
  * holds for p), else 0. p NULL: only entries without a condition count. */
 int framework_offers(const struct framework *fw, const char *key, const char *value, const struct plan *p);
 
+/* 1 when the framework's partial recomputation is per-op checkpointing rather than Megatron's
+ * core-attention recompute: its recompute offers for plan p (NULL: unconditional ones) list "op"
+ * and not "selective" (torchtitan). A row's "selective", and the search's partial mode, mean op
+ * there. */
+int framework_selective_is_op(const struct framework *fw, const struct plan *p);
+
 /* 1 when some offer of the framework has a condition (the search then asks per plan) */
 int framework_offers_conditional(const struct framework *fw);
 

@@ -131,6 +131,29 @@ static int has(const char *hay, const char *needle)
 	return 0;
 }
 
+/* the word w (case-insensitive) ends at b, a whole word of notes */
+static int word_before(const char *notes, const char *b, const char *w)
+{
+	size_t k = strlen(w);
+	return (size_t)(b - notes) >= k && !strncasecmp(b - k, w, k) && (b - k == notes || !isalnum((unsigned char)b[-k - 1]));
+}
+
+/* the term found at h (n characters) says off: a value after it ("=False", ": off", "0") or
+ * "no"/"without" before it */
+static int term_off(const char *notes, const char *h, size_t n)
+{
+	const char *v = h + n;
+	while (*v == ' ' || *v == '=' || *v == ':' || *v == '"' || *v == '\'') v++;
+	static const char *const offs[] = {"false", "0", "off", "disabled", "none", "no", NULL};
+	for (const char *const *o = offs; *o; o++) {
+		size_t k = strlen(*o);
+		if (!strncasecmp(v, *o, k) && !isalnum((unsigned char)v[k])) return 1;
+	}
+	const char *b = h;
+	while (b > notes && b[-1] == ' ') b--;
+	return word_before(notes, b, "no") || word_before(notes, b, "without");
+}
+
 /* a switch a row's notes state by one of `terms` (prose, or a framework's own flag or config
  * key): 1 on, 0 off, -1 not stated. A term reads as off when a value follows it that says so
  * ("tp_comm_overlap=False", "overlap_comm: false", "AsyncTP off") or "no"/"without" precedes it. */
@@ -146,20 +169,7 @@ static int note_switch(const char *notes, const char *const *terms)
 			if (isalnum((unsigned char)after) || after == '_' || after == '/' || (after == '-' && isalnum((unsigned char)h[n + 1])) ||
 			    (after == '.' && isalnum((unsigned char)h[n + 1]))) /* "x.md", not a full stop */
 				continue;
-			int on = 1;
-			const char *v = h + n;
-			while (*v == ' ' || *v == '=' || *v == ':' || *v == '"' || *v == '\'') v++;
-			static const char *const offs[] = {"false", "0", "off", "disabled", "none", "no", NULL};
-			for (const char *const *o = offs; *o; o++) {
-				size_t k = strlen(*o);
-				if (!strncasecmp(v, *o, k) && !isalnum((unsigned char)v[k])) on = 0;
-			}
-			const char *b = h;
-			while (b > notes && b[-1] == ' ') b--;
-			if ((b - notes >= 2 && !strncasecmp(b - 2, "no", 2) && (b - notes == 2 || !isalnum((unsigned char)b[-3]))) ||
-			    (b - notes >= 7 && !strncasecmp(b - 7, "without", 7) && (b - notes == 7 || !isalnum((unsigned char)b[-8]))))
-				on = 0;
-			if (on) return 1;
+			if (!term_off(notes, h, n)) return 1;
 			said = 0;
 		}
 	}
@@ -260,8 +270,7 @@ static int row_framework(struct val_row *r, struct plan *p, const char *sched_ce
 	/* FORMAT.md's "selective" is the framework's own partial recomputation: where a framework
 	 * has no Megatron-style core-attention recompute and offers per-op checkpointing
 	 * (torchtitan), a selective row ran that */
-	if (fw && p->recompute == RC_SELECTIVE && !framework_offers(fw, "recompute", "selective", p) &&
-	    framework_offers(fw, "recompute", "op", p)) {
+	if (fw && p->recompute == RC_SELECTIVE && framework_selective_is_op(fw, p)) {
 		p->recompute = RC_OP;
 		char what[96];
 		snprintf(what, sizeof(what), "recompute op (%s's selective checkpointing is per op)", r->framework);
@@ -444,12 +453,9 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 		 * Megatron-LM's --recompute-granularity selective); a run published before 2022 kept
 		 * every activation or checkpointed whole layers */
 		const char *rc[] = {"none", "full", "selective", "op"};
-		const struct fw_offer *o = fw ? framework_offer(fw, "recompute", p) : NULL;
-		int op = 0; /* per-op checkpointing only where the framework says it has it */
-		for (int i = 0; o && i < o->n; i++) op |= !strcmp(o->values[i], "op");
-		if (r->year && r->year < 2022) fill_names(f, "recompute", rc, 2);
-		else if (op) fill_names(f, "recompute", rc, 4);
-		else fill_names(f, "recompute", rc, 3);
+		/* per-op checkpointing only where it is the framework's partial mode */
+		int op = fw && framework_selective_is_op(fw, p);
+		fill_names(f, "recompute", rc, r->year && r->year < 2022 ? 2 : op ? 4 : 3);
 	}
 	if (!known(r, p, "vpp") && (sched_family(p->schedule)->flags & SCHED_F_VIRTUAL)) {
 		int per = m->layers / p->pp;

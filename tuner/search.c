@@ -489,7 +489,7 @@ static int ctx_init(struct ctx *c, const struct search_req *rq, struct search_re
 	c->rc_sel = RC_SELECTIVE;
 	if (rq->has_fw) {
 		offer_masks(c, NULL);
-		if (!(c->offer_rc >> RC_SELECTIVE & 1) && framework_offer(&rq->fw, "recompute", NULL)) c->rc_sel = RC_OP;
+		if (framework_selective_is_op(&rq->fw, NULL)) c->rc_sel = RC_OP;
 		c->offers_cond = framework_offers_conditional(&rq->fw);
 	}
 	if (!rq->exhaustive && !(c->kbest = malloc(sizeof(double) * (size_t)c->k))) return errf(err, "search: out of memory");

@@ -149,8 +149,7 @@ int search_fix_check(const struct search_req *rq, char *err)
 		return errf(err, "--fix vpp=%d: model chunks per rank need schedule=interleaved", f->vpp);
 	if (f->recompute_layers >= 0 && f->recompute >= 0 && f->recompute != RC_FULL)
 		return errf(err, "--fix recompute_layers=%d: needs recompute=full", f->recompute_layers);
-	if (f->recompute == RC_OP && !(rq->has_fw && framework_offers(&rq->fw, "recompute", "op", NULL) &&
-				       !framework_offers(&rq->fw, "recompute", "selective", NULL)))
+	if (f->recompute == RC_OP && !(rq->has_fw && framework_selective_is_op(&rq->fw, NULL)))
 		return errf(err, "--fix recompute=op: the search's recompute modes are none, selective and full "
 			    "(per-op checkpointing in place of selective with a --framework that has it, torchtitan)");
 	if (f->order == 1 && f->pp == 1)
