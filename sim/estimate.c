@@ -350,7 +350,7 @@ static void pool_capacity(struct ectx *c)
 		{c->dpcp > 1, &c->dpcp_g, &dp},
 		{p->ep > 1, &c->ep_g, &ep},
 		{p->ep > 1 && c->edp > 1, &c->edp_g, &dp},
-		{model_is_moe(m) && c->etp > 1 && c->etp != p->tp, &c->tp_g, &tp},
+		{model_is_moe(m) && c->etp > 1 && c->etp != p->tp, &c->etp_g, &tp},
 		{(long)p->tp * p->pp > 1, &mp, &scalar},
 	};
 	for (size_t i = 0; i < sizeof(comms) / sizeof(comms[0]); i++)
@@ -385,6 +385,10 @@ static int ectx_init(struct ectx *c, struct coll_memo *memo, const struct model 
 	c->dpcp = p->dp * p->cp;
 	c->etp = p->etp > 0 ? p->etp : p->tp;
 	c->edp = p->tp * c->dpcp / (p->ep * c->etp);
+	/* the experts' grid lays etp innermost over the stage's ranks, as the TP group is laid:
+	 * an expert-TP group is etp consecutive ranks of one TP group, on its share of the TP
+	 * group's nodes */
+	c->etp_g = c->etp == p->tp ? c->tp_g : span_nodes(c->etp, c->tp_g.units[0] * c->etp / p->tp);
 	tp_outside_blocks(c);
 	pool_capacity(c);
 	return 0;

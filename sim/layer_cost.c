@@ -109,12 +109,15 @@ static void linear_time(const struct ectx *c, const struct dims *d, struct compu
 	}
 	cm->g_col = col;
 	if (d->moe) {
-		/* routed experts: the tokens of the ranks of one expert-TP group (tp/etp attention TP
-		 * groups' worth, T each) spread evenly over the EP group; each rank runs E/ep local
-		 * experts, each on T·(tp/etp)·k·ep/E tokens, sharded etp ways (perfect balance; the
-		 * FLOPs per rank are the same T·k experts' worth whatever the folding) */
+		/* routed experts: each rank dispatches its sequence share (T/tp tokens under SP, which
+		 * Megatron-Core requires for MoE with TP), the expert-TP group gathers what its etp
+		 * ranks received, and the tokens spread evenly over the EP group: each rank runs E/ep
+		 * local experts, each on T·(etp/tp)·k·ep/E tokens, sharded etp ways (perfect balance;
+		 * the FLOPs per rank are the same T·k/tp experts' worth whatever the folding, as
+		 * gflops below counts them) [Megatron-Core MoEAlltoAllTokenDispatcher: all-to-all over
+		 * EP, then gather_from_sequence_parallel_region over the expert-TP group] */
 		double local = (double)m->moe_experts / p->ep, et = c->etp;
-		double expert_tokens = T * (t / et) * m->moe_topk * p->ep / m->moe_experts;
+		double expert_tokens = T * (et / t) * m->moe_topk * p->ep / m->moe_experts;
 		double fe = m->moe_ffn_hidden / et;
 		g += local * (gemm_t(c, expert_tokens, (mult - 1) * fe, H, 1) + gemm_t(c, expert_tokens, H, fe, 1));
 		gflops += 2 * T * m->moe_topk * H * mult * m->moe_ffn_hidden / t;
@@ -357,21 +360,34 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	const struct plan *p = c->p;
 	if (p->tp <= 1) return;
 	double t = d->t, S = d->E * d->T * d->H, g = cm->g;
+	/* the sub-blocks with the dense pattern: attention, and the MLP of a dense block or the
+	 * shared experts of a MoE block. A MoE block's routed experts instead gather the tokens
+	 * their expert-TP group received (k copies of each of its ranks' sequence share) before
+	 * the expert GEMMs and reduce-scatter the outputs after, in forward and (transposed) in
+	 * backward, outside the linear layers' overlap; with etp 1 (parallel folding) they have
+	 * no TP collective [Megatron-Core MoEAlltoAllTokenDispatcher,
+	 * gather_from_sequence_parallel_region / reduce_scatter_to_sequence_parallel_region over
+	 * the expert-TP group] */
+	double nd = 1 + (!d->moe || d->width > 0);
+	double xr = d->moe && c->etp > 1 ? S * c->m->moe_topk * c->etp / t : 0, routed = 0;
+	if (xr > 0)
+		routed = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, xr, &c->etp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, xr, &c->etp_g)
+			       : ectx_coll_time(c, COLL_ALLREDUCE, xr, &c->etp_g);
 	double ag = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
 	double rs = p->sp ? ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g) : 0;
 	/* the forward's all-gathers move FP8 inputs where float8 TP gathers them (ag_E), its
 	 * reduce-scatters bf16 */
 	double ag_f = p->sp && d->ag_E < d->E ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) : ag;
 	double ar = p->sp ? 0 : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
-	double cf = p->sp ? 2 * (ag_f + rs) : 2 * ar, cb = p->sp ? 2 * (ag + rs) : 2 * ar;
-	double rg = p->sp && p->tp_regather ? 2 * ag : 0;
+	double cf = p->sp ? nd * (ag_f + rs) : nd * ar, cb = p->sp ? nd * (ag + rs) : nd * ar;
+	double rg = p->sp && p->tp_regather ? nd * ag : 0;
 	/* zero-bubble schedules run the weight-gradient GEMMs apart from B, later (Qi et al. 2023,
 	 * "Zero Bubble Pipeline Parallelism" §2): a backward collective has only B's
 	 * input-gradient GEMMs to hide behind */
 	int split_w = (sched_family(p->schedule)->flags & SCHED_F_SPLIT_W) != 0;
 	if (!p->overlap_tp_comm) {
-		lc->tp_f = cf;
-		lc->tp_b = cb + rg;
+		lc->tp_f = cf + routed;
+		lc->tp_b = cb + rg + routed;
 		if (p->overlap_tp_bwd) {
 			/* Megatron's asynchronous TP backward: the input-gradient all-reduce (SP: its
 			 * reduce-scatter) of the column-parallel layers (QKV, FC1) runs under their
@@ -383,8 +399,8 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 			 * the forward's column-parallel GEMMs. Under a split-W schedule the
 			 * weight-gradient GEMMs run later, so the gradient collectives stay exposed; the
 			 * re-gather still hides behind the input-gradient GEMMs. */
-			double over = p->sp ? 2 * rs : cb, win = cm->g_col;
-			lc->tp_b = cb - over + hw_overlap_cost(c->h, over, split_w ? 0 : win) + hw_overlap_cost(c->h, rg, win);
+			double over = p->sp ? nd * rs : cb, win = cm->g_col;
+			lc->tp_b = cb - over + hw_overlap_cost(c->h, over, split_w ? 0 : win) + hw_overlap_cost(c->h, rg, win) + routed;
 		}
 		return;
 	}
@@ -394,8 +410,8 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	 * forward GEMMs, a backward one with B and W), and what overlaps slows them
 	 * (hw_overlap_cost) */
 	cb += rg;
-	lc->tp_f = cf / t + hw_overlap_cost(c->h, cf * (1 - 1 / t), g);
-	lc->tp_b = cb / t + hw_overlap_cost(c->h, cb * (1 - 1 / t), split_w ? g : 2 * g);
+	lc->tp_f = cf / t + hw_overlap_cost(c->h, cf * (1 - 1 / t), g) + routed;
+	lc->tp_b = cb / t + hw_overlap_cost(c->h, cb * (1 - 1 / t), split_w ? g : 2 * g) + routed;
 }
 
 /* CP ring attention: c−1 K/V chunks pass each rank in forward, K,V + dK,dV in backward,
@@ -519,9 +535,9 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 		act += E * T * (keep * width / t);
 		a_lin += E * T * width / t;
 	}
-	/* the routed tokens a rank's experts hold: those of its expert-TP group, T·(tp/etp)·k copies,
-	 * each with an etp-th of the expert width */
-	double et = c->etp, tok = T * (t / et) * m->moe_topk, fe = m->moe_ffn_hidden / et;
+	/* the routed tokens a rank's experts hold: what its expert-TP group's etp ranks received,
+	 * gathered, T·(etp/tp)·k copies, each with an etp-th of the expert width (linear_time) */
+	double et = c->etp, tok = T * (et / t) * m->moe_topk, fe = m->moe_ffn_hidden / et;
 	if (d->moe) {
 		act += E * tok * (2 * H + keep * fe) + 4.0 * T * m->moe_experts;
 		a_lin += E * tok * (H + fe);
@@ -558,12 +574,15 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
  * costing host_collective_us to launch; the profile says where those host times come from.
  * GPU-bound blocks (large models, the published rows) are untouched; small per-GPU work at
  * high tp is host-bound. */
-static void host_bound(const struct ectx *c, struct layer_cost *lc)
+static void host_bound(const struct ectx *c, const struct dims *d, struct layer_cost *lc)
 {
 	const struct hw *h = c->h;
 	const struct plan *p = c->p;
-	double colls = p->tp > 1 ? (p->sp ? 4 : 2) : 0;
-	double colls_b = colls + (p->tp > 1 && p->sp && p->tp_regather ? 2 : 0); /* the re-gathers */
+	/* the sub-blocks tp_cost prices: attention and a dense or shared-expert MLP with the dense
+	 * pattern, and a MoE block's routed experts with a pair of their own when etp > 1 */
+	double nd = 1 + (!d->moe || d->width > 0), nr = d->moe && c->etp > 1;
+	double colls = p->tp > 1 ? (p->sp ? 2 : 1) * (nd + nr) : 0;
+	double colls_b = colls + (p->tp > 1 && p->sp && p->tp_regather ? nd : 0); /* the re-gathers */
 	double hf = HOST_OPS_FWD * h->host_op_s + colls * h->host_coll_s;
 	double hb = 2 * HOST_OPS_FWD * h->host_op_s + colls_b * h->host_coll_s;
 	if (hf > lc->f + lc->tp_f) lc->f = hf - lc->tp_f;
@@ -578,7 +597,7 @@ void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	dims_init(c, moe, &d);
 	compute_cost(c, &d, &cm, lc);
 	tp_cost(c, &d, &cm, lc);
-	host_bound(c, lc);
+	host_bound(c, &d, lc);
 	cp_cost(c, &d, &cm, lc);
 	ep_cost(c, &d, lc);
 	memory_cost(c, &d, lc);

@@ -33,6 +33,7 @@ struct ectx {
 	int pp_cross;               /* pipeline neighbours on different nodes */
 	int dpcp, edp;              /* sizes of the dense and expert gradient groups */
 	int etp;                    /* expert tensor parallelism (the plan's, tp when unset) */
+	struct span etp_g;          /* the expert-TP group: etp consecutive ranks of the TP group */
 	double act_bytes;           /* bytes per activation element: 2 (bf16/fp8 runs) or 4 (fp32) */
 	double tp_embed_f, tp_embed_b; /* TP collectives of the embedding, per micro-batch (estimate.c) */
 	double tp_head_f, tp_head_b;   /* of the LM head and its vocab-parallel loss */

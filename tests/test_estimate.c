@@ -415,6 +415,50 @@ static void test_ep_dispatch(const struct hw *h)
 	CHECK_REL(e.kind[0].ep_comm_s, 1 * 32 * 4 * a2a, 1e-9, "ep 8 over 2 nodes, consecutive experts: one node a token");
 }
 
+/* MoE parallel folding: expert TP (etp) below the attention's tp. Megatron-Core's all-to-all
+ * dispatcher sends each rank's sequence share (T/tp tokens under SP) over the EP group, then
+ * the expert-TP group all-gathers what its etp ranks received before the expert GEMMs and
+ * reduce-scatters the outputs after (gather_from_sequence_parallel_region /
+ * reduce_scatter_to_sequence_parallel_region); etp 1 has neither. So a rank's experts hold
+ * (T/tp)·etp·k token copies of an etp-th of the expert width: the FLOPs per rank do not depend
+ * on etp, and of the 2H + 3·fe/etp elements a copy keeps (the expert input and output, gate|up
+ * and their product) only the 2H grow with etp. mixtral-8x7b (hidden 4096, top-2 of 8 experts,
+ * no shared expert), tp 8 with SP, pp 4 (8 blocks on a middle stage), seq 1024, mbs 1, ep·etp 8
+ * (the same expert weights per rank):
+ * - activations per micro-batch, etp 4 less etp 1: 8 blocks · 2 B · 1024 · 2 · 2·4096 · (4 − 1)/8;
+ * - compute (GEMM shape effects off): the same;
+ * - TP traffic per block and micro-batch, ring without latency at X (S = 2 B · 1024 · 4096;
+ *   transposes in backward, nothing overlapped): the attention's all-gather and reduce-scatter,
+ *   4 · 7/8 · S/X; with etp e the routed tokens' pair of (e/tp)·k·S bytes on the e ranks,
+ *   4 · (e−1)/e · (e/8)·2S/X more: etp 2 S/X, etp 4 3S/X, etp 8 (ep 2) 7S/X. */
+static void test_moe_folding(const struct hw *h0)
+{
+	struct model mx;
+	char err[ERR_LEN];
+	if (model_load("mixtral-8x7b", &mx, err)) { CHECK(0, "%s", err); return; }
+	const double X = 100e9, S = 2.0 * 1024 * 4096;
+	struct hw h;
+	ideal_copy(&h, h0, X);
+	h.gemm_half_dim = 0;
+	h.host_op_s = h.host_coll_s = 0; /* GPU-bound: the host launches in no time */
+	struct plan p;
+	struct estimate e1, e2, e4, e8;
+#define FOLD(ep, etp) KV("gpus", "64", "tp", "8", "pp", "4", "sp", "1", "ep", ep, "etp", etp, "seq", "1024", "mbs", "1", "gbs", "64", \
+			 "recompute", "none", "tp_regather", "0", "overlap_tp_comm", "0", "overlap_tp_bwd", "0")
+	if (run(&mx, &h, FOLD("8", "1"), &p, &e1) || run(&mx, &h, FOLD("4", "2"), &p, &e2) || run(&mx, &h, FOLD("2", "4"), &p, &e4) ||
+	    run(&mx, &h, FOLD("2", "8"), &p, &e8))
+		return;
+#undef FOLD
+	CHECK_REL(e4.kind[1].act_per_mb_bytes - e1.kind[1].act_per_mb_bytes, 8 * 2.0 * 1024 * 2 * 2 * 4096 * 3 / 8, 1e-9,
+		  "etp 4 vs 1: only the gathered expert inputs and outputs grow");
+	CHECK_REL(e1.kind[1].compute_s, e4.kind[1].compute_s, 1e-9, "etp 1 vs 4: the same expert FLOPs per rank");
+	CHECK_REL(e1.kind[1].compute_s, e2.kind[1].compute_s, 1e-9, "etp 1 vs 2: the same expert FLOPs per rank");
+	CHECK_REL(e1.kind[1].tp_comm_s / e1.m / 8, 3.5 * S / X, 1e-6, "etp 1: the attention's TP collectives only");
+	CHECK_REL(e2.kind[1].tp_comm_s / e2.m / 8, 3.5 * S / X + S / X, 1e-6, "etp 2: on the 2-rank expert-TP group");
+	CHECK_REL(e4.kind[1].tp_comm_s / e4.m / 8, 3.5 * S / X + 3 * S / X, 1e-6, "etp 4: on the 4-rank expert-TP group");
+	CHECK_REL(e8.kind[1].tp_comm_s / e8.m / 8, 3.5 * S / X + 7 * S / X, 1e-6, "etp 8: the routed tokens' gather and scatter, k copies");
+}
+
 /* ZeRO-3 issues its collectives per block: an all-gather before each block's forward and
  * backward and a reduce-scatter after its backward, every micro-batch [ZERO §5.3], each with
  * its own latency. With bandwidth made free, one collective costs NCCL's latency: tp 8, dp 16
@@ -637,6 +681,7 @@ int main(void)
 	test_fits_and_oom(&m8, &m405, &h);
 	test_cp_ring_steps(&m8, &h);
 	test_ep_dispatch(&h);
+	test_moe_folding(&h);
 	test_mfu_definition(&m8, &h);
 	test_bubble_fraction(&h);
 	test_comm_volumes(&gpt3, &h);

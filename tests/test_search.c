@@ -353,7 +353,7 @@ static int cand_to_plan(const struct search_req *rq, const struct search_cand *k
 	static const char *const orders[] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 	char err[ERR_LEN], v[32];
 	plan_defaults(p);
-	p->gpus = k->gpus; p->dp = k->dp; p->tp = k->tp; p->pp = k->pp; p->cp = k->cp; p->ep = k->ep;
+	p->gpus = k->gpus; p->dp = k->dp; p->tp = k->tp; p->pp = k->pp; p->cp = k->cp; p->ep = k->ep; p->etp = k->etp;
 	p->vpp = k->vpp; p->zero = k->zero; p->sp = k->sp; p->mbs = k->mbs; p->gbs = rq->gbs; p->seq = rq->seq;
 	p->overlap_grad_reduce = !!(k->overlap & OV_GRAD);
 	p->overlap_param_gather = !!(k->overlap & OV_PARAM);
@@ -453,7 +453,7 @@ static void never_slower(const struct search_req *rq, const struct search_result
 		CHECK(k->fits && k->analytic_step_s <= k->uniform_step_s * (1 + 1e-12), "%s #%d: %.4f s <= default %.4f s", name,
 		      i + 1, k->analytic_step_s, k->uniform_step_s);
 		if (cand_to_plan(rq, k, k->stage_layers, k->nstage_layers, &q) || estimate_plan(rq->m, rq->h, &q, &e, err)) {
-			CHECK(0, "%s #%d: plan rebuilt key by key", name, i + 1);
+			CHECK(0, "%s #%d: plan rebuilt key by key: %s", name, i + 1, err);
 			continue;
 		}
 		CHECK_REL(e.step_time_s, k->analytic_step_s, 1e-12, "finalist's analytical step re-priced independently");
