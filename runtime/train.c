@@ -44,6 +44,8 @@ int train_supported(const struct plan *p, const struct model *m, char *err)
 	if (p->zero < 0 || p->zero > 3) return errf(err, "plan: zero (%d) must be 0..3", p->zero);
 	if (p->recompute == RC_OP)
 		return errf(err, "%s: recompute op (torchtitan's per-op checkpointing; use none, selective or full)", what);
+	if (p->recompute == RC_SELECTIVE && p->recompute_modules != RCM_CORE_ATTN)
+		return errf(err, "%s: recompute_modules beyond core_attn (the runtime's selective recompute re-runs the attention core)", what);
 	if (p->zero == 3 && m->tied)
 		return errf(err, "%s: zero 3 with tied embeddings (tie_word_embeddings)", what);
 	if (model_is_moe(m) && ((p->etp && p->etp != p->tp) || ((long)p->dp * p->cp) % p->ep))

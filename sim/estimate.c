@@ -103,11 +103,14 @@ static void accumulate(struct rank_work *w, const struct layer_cost *lc, int n, 
 		w->act_mb += n_rc * lc->act_ckpt + (n - n_rc) * lc->act_full;
 		if (n_rc > 0 && lc->act_full > w->act_extra) w->act_extra = lc->act_full;
 	} else {
-		w->B += k * lc->rc;
+		w->B += k * (lc->rc + lc->rc_tp + lc->rc_ep);
+		w->tp_s += k * lc->rc_tp;
+		w->ep_s += k * lc->rc_ep;
 		w->rc_s += k * lc->rc;
 		w->act_mb += k * (p->recompute == RC_OP ? lc->act_op : lc->act_full);
 		/* the block being back-propagated holds its recomputed tensors too */
 		if (p->recompute == RC_OP && n > 0 && lc->act_full > w->act_extra) w->act_extra = lc->act_full;
+		if (n > 0 && lc->act_rc > w->act_extra) w->act_extra = lc->act_rc;
 	}
 	w->act_w_mb += k * lc->act_w;
 	w->params += k * lc->params;

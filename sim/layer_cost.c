@@ -27,12 +27,17 @@ struct dims {
 	                             * (Float8ColwiseParallel behind PrepareFloat8ModuleInput,
 	                             * torchtitan's parallelize_llama.py at 9dec370), else E */
 	double scores;              /* elements of the s × s score matrix of one micro-batch */
+	double qkv_t, o_t;          /* per token and rank: q, k, v as the attention kernel saves
+	                             * them, and its output; MLA's v and output have v_head_dim */
 };
 
 /* Compute times the communication and recompute terms are set against. */
 struct compute {
 	double g, gflops;           /* linear layers: forward GEMM time and FLOPs */
 	double g_col;               /* of which the column-parallel GEMMs (QKV, FC1 / gate-up) */
+	double g_mlp, gf_mlp;       /* of which the dense MLP's or the shared experts' (time, FLOPs) */
+	double g_exp, gf_exp;       /* of which the routed experts' and the router's */
+	double g_up, gf_up;         /* MLA's up-projections of the latents (inside the attention's) */
 	double a_f, a_b, attn_flops;/* attention core */
 	double e_f, e_b;            /* element-wise traffic */
 };
@@ -81,6 +86,12 @@ static void dims_init(const struct ectx *c, int moe, struct dims *d)
 	d->ag_E = d->sp > 1 && p->precision == PREC_FP8 && p->fp8_impl == FP8_TORCHAO ? 1 : d->E;
 	d->width = moe ? (double)m->moe_ffn_hidden * m->moe_shared_experts : m->ffn_hidden;
 	d->scores = (double)p->mbs * m->heads / d->t * ((double)p->seq / p->cp) * p->seq;
+	d->qkv_t = d->qd / d->t + 2 * d->kva_t;
+	d->o_t = d->qd / d->t;
+	if (m->kv_lora_rank) { /* MLA: q and k of qk_nope + qk_rope dims per head, v of v_head_dim */
+		d->qkv_t = m->heads * (2.0 * m->head_dim + m->v_head_dim) / d->t;
+		d->o_t = m->heads * (double)m->v_head_dim / d->t;
+	}
 }
 
 /* linear layers: forward GEMM time (backward = 2x: input grad (B) + weight grad (W)) */
@@ -96,6 +107,12 @@ static void linear_time(const struct ectx *c, const struct dims *d, struct compu
 		col += gemm_t(c, T, d->lp.attn / H / t, H, 1);
 		g += col;
 		gflops += 2 * T * d->lp.attn / t;
+		/* the part a recompute of the up-projections re-runs (q from its latent, or from the
+		 * hidden state without a q latent; k_nope and v from the KV latent) */
+		double qk = m->qk_nope_head_dim + m->qk_rope_head_dim, qin = m->q_lora_rank ? m->q_lora_rank : H;
+		double qo = m->heads * qk / t, kvo = m->heads * (double)(m->qk_nope_head_dim + m->v_head_dim) / t;
+		cm->g_up = gemm_t(c, T, qo, qin, 1) + gemm_t(c, T, kvo, m->kv_lora_rank, 1);
+		cm->gf_up = 2 * T * (qo * qin + kvo * m->kv_lora_rank);
 	} else {
 		col += gemm_t(c, T, (qd + 2 * kvd) / t, H, 1);
 		g += col + gemm_t(c, T, H, qd / t, 1);
@@ -104,8 +121,10 @@ static void linear_time(const struct ectx *c, const struct dims *d, struct compu
 	if (width > 0) {
 		double up = gemm_t(c, T, (mult - 1) * width / t, H, 1);
 		col += up;
-		g += up + gemm_t(c, T, H, width / t, 1);
-		gflops += 2 * T * H * mult * width / t;
+		cm->g_mlp = up + gemm_t(c, T, H, width / t, 1);
+		cm->gf_mlp = 2 * T * H * mult * width / t;
+		g += cm->g_mlp;
+		gflops += cm->gf_mlp;
 	}
 	cm->g_col = col;
 	if (d->moe) {
@@ -119,10 +138,11 @@ static void linear_time(const struct ectx *c, const struct dims *d, struct compu
 		double local = (double)m->moe_experts / p->ep, et = c->etp;
 		double expert_tokens = T * (et / t) * m->moe_topk * p->ep / m->moe_experts;
 		double fe = m->moe_ffn_hidden / et;
-		g += local * (gemm_t(c, expert_tokens, (mult - 1) * fe, H, 1) + gemm_t(c, expert_tokens, H, fe, 1));
-		gflops += 2 * T * m->moe_topk * H * mult * m->moe_ffn_hidden / t;
-		g += gemm_t(c, T, m->moe_experts, H, 1); /* router */
-		gflops += 2 * T * H * m->moe_experts;
+		cm->g_exp = local * (gemm_t(c, expert_tokens, (mult - 1) * fe, H, 1) + gemm_t(c, expert_tokens, H, fe, 1)) +
+			    gemm_t(c, T, m->moe_experts, H, 1); /* and the router */
+		cm->gf_exp = 2 * T * m->moe_topk * H * mult * m->moe_ffn_hidden / t + 2 * T * H * m->moe_experts;
+		g += cm->g_exp;
+		gflops += cm->gf_exp;
 	}
 	cm->g = g;
 	cm->gflops = gflops;
@@ -324,8 +344,11 @@ static void compute_cost(const struct ectx *c, const struct dims *d, struct comp
 		lc->hw_flops += cm->gflops + cm->attn_flops;
 		break;
 	case RC_SELECTIVE:
-		lc->rc = cm->a_f; /* core attention recomputed [KOR §5] */
-		lc->hw_flops += cm->attn_flops;
+		/* core attention recomputed [KOR §5]; the other modules: selective_modules */
+		if (c->p->recompute_modules & RCM_CORE_ATTN) {
+			lc->rc = cm->a_f;
+			lc->hw_flops += cm->attn_flops;
+		}
 		break;
 	case RC_OP:
 		/* torchtitan's per-op policy keeps every other matmul output and the attention
@@ -518,13 +541,13 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 	double keep = mult + d->glu_ops;
 	double act = E * T * (H / sp            /* norm 1 input */
 			      + H / sp          /* QKV input (stored sharded under SP) */
-			      + qd / t + 2 * d->kva_t /* q, k, v as the attention kernel saves them */
-			      + qd / t          /* attention output = O input */
+			      + d->qkv_t        /* q, k, v as the attention kernel saves them */
+			      + d->o_t          /* attention output = O input */
 			      + 2 * H / sp      /* norm 2 input, MLP input */
 			      ) + (p->flash_attn ? 4.0 * T * m->heads / t /* softmax statistics, fp32 */
-				   : p->recompute == RC_SELECTIVE ? 0 /* recomputed [KOR §5] */
+				   : p->recompute == RC_SELECTIVE && (p->recompute_modules & RCM_CORE_ATTN) ? 0 /* recomputed [KOR §5] */
 				   : 5 * d->scores); /* scores, softmax output, dropout mask [KOR eq. 2] */
-	double a_lin = E * T * (H / sp + qd / t + H / sp); /* inputs of QKV, O, FC1 */
+	double a_lin = E * T * (H / sp + d->o_t + H / sp); /* inputs of QKV, O, FC1 */
 	if (sp > 1 && !p->tp_regather) {
 		/* the QKV and FC1 inputs are kept as gathered, whole sequence (torchtitan's
 		 * PrepareModuleInput to Replicate before its column-parallel linears) */
@@ -548,7 +571,7 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 		 * shrink to half; the O projection saves its FP8 input beside the attention output
 		 * that flash attention keeps in bf16 */
 		double fp8_in = E * T * (2 * H / sp + width / t) + (d->moe ? E * tok * (H + fe) : 0);
-		act -= 0.5 * fp8_in - 0.5 * E * T * qd / t;
+		act -= 0.5 * fp8_in - 0.5 * E * T * d->o_t;
 		a_lin = 0.5 * a_lin;
 	}
 	lc->act_full = act;
@@ -558,7 +581,7 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 	 * and half of the matmul outputs (q, k, v, O, the MLP's up/gate and down; experts alike) */
 	double mm_out = E * T * ((qd + 2 * kvd_t * t) / t + H / sp + (mult - 1) * width / t + H / sp);
 	if (d->moe) mm_out += E * tok * ((mult - 1) * fe + H);
-	lc->act_op = lc->act_ckpt + E * T * qd / t + 4.0 * T * m->heads / t + 0.5 * mm_out;
+	lc->act_op = lc->act_ckpt + E * T * d->o_t + 4.0 * T * m->heads / t + 0.5 * mm_out;
 
 	/* parameters held: TP-sharded projections, replicated norms/router, experts over EP */
 	const struct layer_params *lp = &d->lp;
@@ -589,11 +612,96 @@ static void host_bound(const struct ectx *c, const struct dims *d, struct layer_
 	if (hb > lc->b + lc->w + lc->tp_b) lc->b = hb - lc->w - lc->tp_b;
 }
 
+/* Megatron-Core's selective recompute modules beyond the core attention (--recompute-modules;
+ * transformer_config.py, transformer_layer.py, multi_latent_attention.py, moe/experts.py): each
+ * frees tensors memory_cost counts after the forward (CheckpointWithoutOutput drops a module's
+ * output even where a later op saved it, and re-runs the module before the backward needs it;
+ * tensor_parallel.checkpoint keeps only a module's input) and re-runs its forward, collectives
+ * included, in the backward. Per block and micro-batch, with f the bytes per element a linear
+ * layer's input is kept at relative to E (1/2 under Transformer Engine's FP8, memory_cost):
+ *   mla_up_proj     q, k, v as the attention kernel saves them; re-runs the up-projections
+ *   layernorm       the output of each norm not fused into the next linear by Transformer
+ *                   Engine's layer specs (the attention's under MLA, the pre-MLP one of a
+ *                   MoE block); re-runs the norm (a read and a write)
+ *   moe_act         the routed experts' activation output (the FC2 input, f); re-runs the
+ *                   activation (reads gate|up, writes the product)
+ *   mlp             a dense block's MLP: its input (f), gate|up and product (the product at
+ *                   f), and the gathered input torchtitan-style SP keeps; re-runs its GEMMs and
+ *                   its SP gather and scatter
+ *   shared_experts  the shared experts' gate|up and product; re-runs their GEMMs and collectives
+ *   moe             the routed experts' tokens (as memory_cost keeps them), the router's
+ *                   statistics and the shared experts; re-runs the router, the experts, the
+ *                   dispatch and combine all-to-alls and their TP collectives
+ * Module sets that overlap (moe with moe_act or shared_experts) free and re-run once. The block
+ * being back-propagated holds what its recompute re-created (act_rc). */
+static void selective_modules(const struct ectx *c, const struct dims *d, const struct compute *cm, struct layer_cost *lc)
+{
+	const struct plan *p = c->p;
+	const struct model *m = c->m;
+	int mods = p->recompute == RC_SELECTIVE ? p->recompute_modules & ~RCM_CORE_ATTN : 0;
+	if (!mods) return;
+	double t = d->t, T = d->T, H = d->H, E = d->E, sp = d->sp, width = d->width, keep = d->mlp_mult + d->glu_ops;
+	double f = p->precision == PREC_FP8 && p->fp8_impl == FP8_TE ? 0.5 : 1;
+	double et = c->etp, tok = T * (et / t) * m->moe_topk, fe = m->moe_ffn_hidden / et, S = E * T * H;
+	/* one forward pass of a sub-block's SP gather and scatter (an all-reduce without SP) */
+	double pair = 0, routed_pair = 0;
+	if (p->tp > 1) {
+		pair = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / E, &c->tp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g)
+			     : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
+		if (d->moe && c->etp > 1) {
+			double xr = S * m->moe_topk * c->etp / t;
+			routed_pair = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, xr, &c->etp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, xr, &c->etp_g)
+					    : ectx_coll_time(c, COLL_ALLREDUCE, xr, &c->etp_g);
+		}
+	}
+	double drop = 0, rc = 0, flops = 0, rc_tp = 0, rc_ep = 0;
+	if ((mods & RCM_MLA_UP_PROJ) && m->kv_lora_rank) {
+		drop += E * T * d->qkv_t;
+		rc += cm->g_up;
+		flops += cm->gf_up;
+	}
+	if (mods & RCM_LAYERNORM) {
+		int norms = (m->kv_lora_rank > 0) + d->moe;
+		drop += norms * f * E * T * H / sp;
+		rc += elem_t(c, norms * 2 * E * T * H / sp);
+	}
+	if ((mods & RCM_MLP) && !d->moe && width > 0) {
+		drop += E * T * (f * H / sp + (keep - 1 + f) * width / t);
+		if (sp > 1 && !p->tp_regather) drop += E * T * H * (1 - 1 / sp);
+		rc += cm->g_mlp;
+		flops += cm->gf_mlp;
+		rc_tp += pair;
+	}
+	if (d->moe && (mods & (RCM_MOE | RCM_SHARED_EXPERTS)) && width > 0) {
+		drop += E * T * (keep - 1 + f) * width / t;
+		rc += cm->g_mlp;
+		flops += cm->gf_mlp;
+		rc_tp += pair;
+	}
+	if (d->moe && (mods & RCM_MOE)) {
+		drop += E * tok * (2 * H + keep * fe) - (1 - f) * E * tok * (H + fe) + 4.0 * T * m->moe_experts;
+		rc += cm->g_exp;
+		flops += cm->gf_exp;
+		rc_tp += routed_pair;
+		rc_ep += lc->ep_f;
+	} else if (d->moe && (mods & RCM_MOE_ACT)) {
+		drop += f * E * tok * fe;
+		rc += elem_t(c, 3 * E * tok * fe);
+	}
+	lc->act_full -= drop;
+	lc->act_rc = drop;
+	lc->rc += rc;
+	lc->hw_flops += flops;
+	lc->rc_tp = rc_tp;
+	lc->rc_ep = rc_ep;
+}
+
 void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 {
 	struct dims d;
 	struct compute cm;
 	memset(lc, 0, sizeof(*lc));
+	memset(&cm, 0, sizeof(cm));
 	dims_init(c, moe, &d);
 	compute_cost(c, &d, &cm, lc);
 	tp_cost(c, &d, &cm, lc);
@@ -601,4 +709,5 @@ void layer_cost(const struct ectx *c, int moe, struct layer_cost *lc)
 	cp_cost(c, &d, &cm, lc);
 	ep_cost(c, &d, lc);
 	memory_cost(c, &d, lc);
+	selective_modules(c, &d, &cm, lc);
 }

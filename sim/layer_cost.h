@@ -46,6 +46,7 @@ struct ectx {
 struct layer_cost {
 	double f, b, w;             /* compute: forward, input-gradient backward, weight-gradient */
 	double rc;                  /* recompute added to the backward (per the plan's mode) */
+	double rc_tp, rc_ep;        /* collectives a selective recompute's modules re-run */
 	double tp_f, tp_b;          /* exposed TP/SP communication, forward and backward */
 	double cp_f, cp_b;          /* exposed CP communication */
 	double ep_f, ep_b;          /* exposed EP all-to-all */
@@ -54,6 +55,8 @@ struct layer_cost {
 	double act_w;               /* bytes still needed by W after B (linear inputs) */
 	double act_ckpt;            /* bytes kept under full recompute (the block input) */
 	double act_op;              /* bytes kept under per-op checkpointing (RC_OP) */
+	double act_rc;              /* bytes selective recompute's modules free, re-created for the
+	                             * block being back-propagated */
 	double params;              /* parameters held by this rank for this block */
 	double params_dense_grad;   /* of which reduced over the dp*cp group */
 	double params_expert;       /* of which reduced over the expert-DP group */

@@ -11,15 +11,15 @@
 #include "sim/hw.h"
 #include "sim/util.h"
 
-enum key_type { K_INT, K_BOOL, K_STR, K_SCHED, K_RC, K_PREC, K_SPLIT, K_ENUM };
+enum key_type { K_INT, K_BOOL, K_STR, K_SCHED, K_RC, K_PREC, K_SPLIT, K_ENUM, K_MASK };
 
 struct plan_key {
 	const char *name;
 	enum key_type type;
 	size_t off;
-	long lo, hi;              /* K_INT range; K_ENUM: hi = number of names */
+	long lo, hi;              /* K_INT range; K_ENUM, K_MASK: hi = number of names */
 	const char *help;
-	const char *const *names; /* K_ENUM: the values' names, by index */
+	const char *const *names; /* K_ENUM: the values' names, by index; K_MASK: by bit */
 };
 
 static const char *const alloc_names[ALLOC_COUNT] = {"native", "expandable"};
@@ -29,6 +29,7 @@ static const char *const split_names[SPLIT_COUNT] = {"balanced", "cost", "torcht
 static const char *const fp8_names[FP8_COUNT] = {"te", "torchao"};
 static const char *const route_names[ROUTE_COUNT] = {"random", "consecutive"};
 static const char *const loss_names[LOSS_COUNT] = {"vocab-parallel", "eager", "loss-parallel", "eager-bf16", "compiled"};
+static const char *const rcm_names[RCM_COUNT] = {"core_attn", "mla_up_proj", "moe_act", "layernorm", "mlp", "moe", "shared_experts"};
 
 #define OFF(f) offsetof(struct plan, f)
 static const struct plan_key plan_keys[] = {
@@ -47,6 +48,7 @@ static const struct plan_key plan_keys[] = {
 	{"zero", K_INT, OFF(zero), 0, 3, "ZeRO stage 0-3", NULL},
 	{"recompute", K_RC, OFF(recompute), 0, 0, "none|selective|full|op (op: torchtitan per-op)", NULL},
 	{"recompute_layers", K_INT, OFF(recompute_layers), -1, 1 << 16, "with full: layers per stage recomputed (-1 all)", NULL},
+	{"recompute_modules", K_MASK, OFF(recompute_modules), 0, RCM_COUNT, "with selective: what is re-run, comma separated (Megatron-Core --recompute-modules): core_attn, mla_up_proj, moe_act, layernorm, mlp, moe, shared_experts", rcm_names},
 	{"mbs", K_INT, OFF(mbs), 1, 1 << 16, "micro-batch size, sequences", NULL},
 	{"gbs", K_INT, OFF(gbs), 0, 1 << 26, "global batch, sequences", NULL},
 	{"seq", K_INT, OFF(seq), 1, 1 << 24, "sequence length, tokens", NULL},
@@ -100,6 +102,15 @@ static const char *const prec_names[PREC_COUNT] = {"bf16", "fp8", "fp32", "fp16"
 
 const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_family(s)->name : "?"; }
 const char *recompute_name(enum recompute r) { return (size_t)r < NRC ? rc_names[r] : "?"; }
+
+/* a K_MASK value as its names, comma separated */
+static void mask_names(const struct plan_key *k, int v, char *out, size_t n)
+{
+	size_t len = 0;
+	out[0] = 0;
+	for (long i = 0; i < k->hi && len < n; i++)
+		if (v >> i & 1) len += (size_t)snprintf(out + len, n - len, "%s%s", len ? "," : "", k->names[i]);
+}
 const char *precision_name(enum precision pr) { return (unsigned)pr < PREC_COUNT ? prec_names[pr] : "?"; }
 const char *allocator_name(int a) { return (unsigned)a < ALLOC_COUNT ? alloc_names[a] : "?"; }
 const char *fp8_impl_name(int f) { return (unsigned)f < FP8_COUNT ? fp8_names[f] : "?"; }
@@ -117,6 +128,7 @@ void plan_defaults(struct plan *p)
 	memset(p, 0, sizeof(*p));
 	p->tp = p->pp = p->cp = p->ep = p->vpp = 1;
 	p->recompute_layers = -1;
+	p->recompute_modules = RCM_CORE_ATTN;
 	p->mbs = 1;
 	p->seq = 4096;
 	p->schedule = SCHED_1F1B;
@@ -162,6 +174,7 @@ int plan_get(const struct plan *p, const char *key, char *out, size_t n)
 	case K_RC: snprintf(out, n, "%s", recompute_name(p->recompute)); break;
 	case K_PREC: snprintf(out, n, "%s", precision_name(p->precision)); break;
 	case K_ENUM: snprintf(out, n, "%s", v >= 0 && v < k->hi ? k->names[v] : "?"); break;
+	case K_MASK: mask_names(k, v, out, n); break;
 	case K_SPLIT: {
 		size_t len = 0;
 		out[0] = 0;
@@ -289,6 +302,26 @@ static int set_value(struct plan *p, const struct plan_key *k, const char *key, 
 				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "", k->names[i]);
 			return errf(err, "plan: %s: '%s' is not one of %s", key, val, list);
 		}
+	case K_MASK: {
+		int mask = 0;
+		const char *s = val;
+		while (*s) {
+			size_t w = strcspn(s, ", ");
+			long i = 0;
+			while (i < k->hi && (strlen(k->names[i]) != w || strncmp(s, k->names[i], w))) i++;
+			if (w && i == k->hi) {
+				char list[160] = "";
+				mask_names(k, (1 << k->hi) - 1, list, sizeof(list));
+				return errf(err, "plan: %s: '%.*s' is not one of %s", key, (int)w, s, list);
+			}
+			if (w) mask |= 1 << i;
+			s += w;
+			while (*s == ',' || *s == ' ') s++;
+		}
+		if (!mask) return errf(err, "plan: %s: empty list", key);
+		*(int *)(base + k->off) = mask;
+		return 0;
+	}
 	}
 	return errf(err, "plan: %s: internal error", key);
 }
@@ -358,6 +391,12 @@ static cJSON *plan_to_cjson(const struct plan *p)
 			cJSON_AddStringToObject(o, k->name, v >= 0 && v < k->hi ? k->names[v] : "?");
 			break;
 		}
+		case K_MASK: {
+			char v[160];
+			mask_names(k, *(const int *)(base + k->off), v, sizeof(v));
+			cJSON_AddStringToObject(o, k->name, v);
+			break;
+		}
 		case K_SPLIT:
 			if (p->nstage_layers) cJSON_AddItemToObject(o, k->name, cJSON_CreateIntArray(p->stage_layers, p->nstage_layers));
 			break;
@@ -391,6 +430,7 @@ static void key_value(const struct plan *p, const struct plan_key *k, char *buf,
 		snprintf(buf, cap, "%s", v >= 0 && v < k->hi ? k->names[v] : "?");
 		break;
 	}
+	case K_MASK: mask_names(k, *(const int *)(base + k->off), buf, cap); break;
 	case K_SPLIT:
 		for (int i = 0; i < p->nstage_layers && n + 8 < cap; i++)
 			n += (size_t)snprintf(buf + n, cap - n, "%s%d", i ? "," : "", p->stage_layers[i]);
@@ -493,6 +533,7 @@ int plan_resolve(struct plan *p, const struct model *m, const struct hw *h, char
 	if (p->vpp > 1 && p->pp > 1 && sched_family(p->schedule)->with_vpp != SCHED_NONE)
 		p->schedule = sched_family(p->schedule)->with_vpp; /* 1f1b with vpp > 1 means interleaved */
 	if (p->recompute != RC_FULL) p->recompute_layers = -1;
+	if (p->recompute != RC_SELECTIVE) p->recompute_modules = RCM_CORE_ATTN;
 	if (m && p->nstage_layers == 0) {
 		int n = plan_stages(p);
 		if (n > PLAN_MAX_STAGES) return errf(err, "plan: more than %d pipeline stages", PLAN_MAX_STAGES);
@@ -656,6 +697,14 @@ int plan_validate(const struct plan *p, const struct model *m, const struct hw *
 		} else if (p->ep != 1 || p->etp != p->tp) {
 			return errf(err, p->ep != 1 ? "plan: ep (%d) must be 1 for a dense model" : "plan: etp (%d) applies to MoE models only", p->ep != 1 ? p->ep : p->etp);
 		}
+		/* what Megatron-Core's recompute modules re-run must be in the model */
+		static const struct { int bit; const char *needs; } rcm_needs[] = {{RCM_MLA_UP_PROJ, "multi-head latent attention (kv_lora_rank)"},
+			{RCM_MOE_ACT, "MoE layers"}, {RCM_MOE, "MoE layers"}, {RCM_SHARED_EXPERTS, "shared experts"}};
+		int have[] = {m->kv_lora_rank > 0, model_is_moe(m), model_is_moe(m), model_is_moe(m) && m->moe_shared_experts > 0};
+		for (size_t i = 0; i < sizeof(rcm_needs) / sizeof(rcm_needs[0]); i++)
+			if (p->recompute == RC_SELECTIVE && (p->recompute_modules & rcm_needs[i].bit) && !have[i])
+				return errf(err, "plan: recompute_modules: %s needs a model with %s", rcm_names[__builtin_ctz((unsigned)rcm_needs[i].bit)],
+					    rcm_needs[i].needs);
 		int n = plan_stages(p), sum = 0;
 		if (p->nstage_layers != n)
 			return errf(err, "plan: stage_layers has %d entries but the schedule has %d stages", p->nstage_layers, n);

@@ -23,6 +23,13 @@ enum schedule {
 /* selective: Megatron's attention-core recompute [KOR §5]; op: torchtitan's per-op selective
  * checkpointing (saves every other matmul output and the attention output, recomputes the rest) */
 enum recompute { RC_NONE, RC_SELECTIVE, RC_FULL, RC_OP };
+/* what selective recompute re-runs: Megatron-Core's --recompute-modules (TransformerConfig
+ * recompute_modules, default core_attn), one bit each; sim/layer_cost.c says what each keeps
+ * and re-runs */
+enum rc_module {
+	RCM_CORE_ATTN = 1 << 0, RCM_MLA_UP_PROJ = 1 << 1, RCM_MOE_ACT = 1 << 2, RCM_LAYERNORM = 1 << 3,
+	RCM_MLP = 1 << 4, RCM_MOE = 1 << 5, RCM_SHARED_EXPERTS = 1 << 6, RCM_COUNT = 7
+};
 /* fp16: with loss scaling, as Megatron-LM --fp16 and DeepSpeed run it; on these GPUs it runs at
  * the bf16 tensor-core peak with 2-byte tensors, so the model prices it as bf16 */
 enum precision { PREC_BF16, PREC_FP8, PREC_FP32, PREC_FP16, PREC_COUNT };
@@ -71,6 +78,7 @@ struct plan {
 	int zero;                    /* 0..3 */
 	enum recompute recompute;
 	int recompute_layers;        /* full recompute of only this many layers per stage; -1 = all */
+	int recompute_modules;       /* selective: the enum rc_module set re-run (default core_attn) */
 	int mbs;                     /* micro-batch, sequences */
 	int gbs;                     /* global batch, sequences; 0 = dp*mbs */
 	int seq;                     /* tokens per sequence */

@@ -200,6 +200,57 @@ static void notes_overlaps(const char *notes, struct plan *p)
 	}
 }
 
+/* Megatron's recompute settings have no column; a row's notes may give them by their flag or
+ * config names. recompute_modules / --recompute-modules (Megatron-Core's selective modules,
+ * e.g. "recompute_modules: [mla_up_proj, mlp]") set what selective recompute re-runs, and make
+ * an unstated recompute selective. recompute_num_layers / --recompute-num-layers N with full
+ * granularity is the block method's N layers per stage (chunk) unless the notes say the
+ * uniform method, which re-runs every layer (groups of N checkpointed together, lighter than
+ * the model's per-layer checkpoint when N > 1). */
+static void notes_recompute(const char *notes, struct plan *p, struct val_row *r)
+{
+	static const char *const mods[] = {"recompute_modules", "recompute-modules", NULL};
+	static const char *const nums[] = {"recompute_num_layers", "recompute-num-layers", NULL};
+	char err[ERR_LEN], list[160] = "";
+	for (const char *const *k = mods; *k && !list[0]; k++) {
+		const char *at = strstr(notes, *k);
+		if (!at) continue;
+		const char *v = at + strlen(*k);
+		for (;;) {
+			v += strspn(v, " =:\"'[,");
+			size_t w = strspn(v, "abcdefghijklmnopqrstuvwxyz_");
+			if (!w) break;
+			char name[32];
+			snprintf(name, sizeof(name), "%.*s", (int)w, v);
+			struct plan q = *p;
+			if (plan_set(&q, "recompute_modules", name, err)) break; /* not a module name: the list ended */
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", list[0] ? "," : "", name);
+			v += w;
+		}
+	}
+	if (list[0] && (!plan_key_stated(p, "recompute") || p->recompute == RC_SELECTIVE) &&
+	    !plan_set(p, "recompute", "selective", err) && !plan_set(p, "recompute_modules", list, err)) {
+		char what[200];
+		snprintf(what, sizeof(what), "recompute selective, modules %s (notes)", list);
+		add_assumed(r, what);
+	}
+	for (const char *const *k = nums; *k; k++) {
+		const char *at = strstr(notes, *k);
+		if (!at || p->recompute != RC_FULL) continue;
+		const char *v = at + strlen(*k);
+		v += strspn(v, " =:\"'");
+		int n = atoi(v);
+		if (n < 1 || has(notes, "uniform")) break;
+		char num[16], what[64];
+		snprintf(num, sizeof(num), "%d", n);
+		if (!plan_set(p, "recompute_layers", num, err)) {
+			snprintf(what, sizeof(what), "recompute_layers %d (notes: block method)", n);
+			add_assumed(r, what);
+		}
+		break;
+	}
+}
+
 /* the first year (1990-2099) written in a source name, 0 if none */
 static int source_year(const char *src)
 {
@@ -357,6 +408,7 @@ static int row_to_inputs(char **cell, const int *ix, struct val_row *r, struct m
 	if (*c && strcmp(c, "none") && plan_set(p, "schedule", c, err)) goto bad;
 	if (p->pp == 1 && plan_set(p, "schedule", "none", err)) goto bad;
 	notes_overlaps(cell[ix[C_NOTES]], p);
+	notes_recompute(cell[ix[C_NOTES]], p, r);
 	/* FORMAT.md's "selective" also covers torchtitan's per-op selective checkpointing (the
 	 * notes say which): that is the plan's recompute op */
 	if (p->recompute == RC_SELECTIVE && has(cell[ix[C_NOTES]], "per-op selective")) {

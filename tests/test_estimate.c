@@ -459,6 +459,68 @@ static void test_moe_folding(const struct hw *h0)
 	CHECK_REL(e8.kind[1].tp_comm_s / e8.m / 8, 3.5 * S / X + 7 * S / X, 1e-6, "etp 8: the routed tokens' gather and scatter, k copies");
 }
 
+/* Megatron-Core's selective recompute modules (--recompute-modules): what each frees after the
+ * forward and re-runs in the backward, per block and micro-batch, from the modules' dataflow
+ * (transformer_layer.py, multi_latent_attention.py, moe/experts.py), bf16, tp 1, seq 1024, mbs 1:
+ * - mla_up_proj (DeepSeek-V3: 128 heads, q and k of 128 + 64 dims, v of 128 [DSV3 §2.1.1]): q,
+ *   k and v, 2 B · 1024 · 128 · (192 + 192 + 128); re-runs the up-projections, q from its
+ *   1536-dim latent and k_nope | v from the 512-dim KV latent, 2 · 1024 · 128 · (1536 · 192 +
+ *   512 · 256) FLOPs at the profile's GEMM rate (shape effects off), against core_attn's re-run
+ *   of the attention, which it does not do;
+ * - moe_act (Mixtral: top-2, expert width 14336): the routed experts' activation output, the
+ *   FC2 input, 2 B · 1024 · 2 · 14336, half of it under FP8 (Transformer Engine keeps FC2's
+ *   input as its 1-byte column-wise copy);
+ * - moe: the routed tokens' FC1 input and FC2 output (2 · 4096), gate|up and product
+ *   (3 · 14336), 2 B a copy, and the router's fp32 statistics (4 B · 8 experts), and the
+ *   forward's dispatch and combine all-to-alls run again: the EP traffic of a step grows by
+ *   half (4 all-to-alls a block become 6);
+ * - mlp (Llama 3 8B: hidden 4096, SwiGLU width 14336): the MLP's input (4096), gate|up and
+ *   product (3 · 14336), 2 B each. */
+static void test_recompute_modules(const struct hw *h0)
+{
+	struct model ds, mx, l8;
+	char err[ERR_LEN];
+	if (model_load("deepseek-v3", &ds, err) || model_load("mixtral-8x7b", &mx, err) || model_load("llama-3-8b", &l8, err)) {
+		CHECK(0, "%s", err);
+		return;
+	}
+	struct hw h = *h0;
+	h.gemm_half_dim = 0;
+	struct plan p;
+	struct estimate a, b;
+	const double T = 1024;
+	/* DeepSeek-V3 over pp 8, ep 8: stage 1 holds only MoE blocks */
+#define DS KV("gpus", "64", "pp", "8", "ep", "8", "seq", "1024", "mbs", "1", "gbs", "64", "recompute", "selective")
+	if (run(&ds, &h, DS, &p, &a) || run_with(&ds, &h, DS, "recompute_modules", "mla_up_proj", &p, &b)) return;
+#undef DS
+	const struct rank_est *ka = kind_at_stage(&a, 1), *kb = kind_at_stage(&b, 1);
+	if (!ka || !kb) { CHECK(0, "deepseek: no stage 1"); return; }
+	double n = ka->layers;
+	CHECK_REL(ka->act_per_mb_bytes - kb->act_per_mb_bytes, n * 2 * T * 128 * (192 + 192 + 128), 1e-9, "mla_up_proj frees q, k and v");
+	double up = 2 * T * 128 * (1536.0 * 192 + 512.0 * 256) / (h.peak_bf16_flops * h.gemm_eff);
+	CHECK_REL(kb->recompute_s, a.m * n * up, 1e-9, "mla_up_proj re-runs the up-projections, not the attention");
+	/* Mixtral, ep 8 on one node */
+#define MX KV("gpus", "8", "ep", "8", "seq", "1024", "mbs", "1", "gbs", "8", "recompute", "selective")
+	if (run(&mx, &h, MX, &p, &a) || run_with(&mx, &h, MX, "recompute_modules", "moe_act", &p, &b)) return;
+	CHECK_REL(a.kind[0].act_per_mb_bytes - b.kind[0].act_per_mb_bytes, 32 * 2 * T * 2 * 14336, 1e-9, "moe_act frees the FC2 input");
+	struct estimate c;
+	if (run_with(&mx, &h, MX, "recompute_modules", "moe", &p, &c)) return;
+	CHECK_REL(a.kind[0].act_per_mb_bytes - c.kind[0].act_per_mb_bytes, 32 * (2 * T * 2 * (2 * 4096 + 3 * 14336) + 4 * T * 8), 1e-9,
+		  "moe frees the routed tokens and the router's statistics");
+	CHECK_REL(c.kind[0].ep_comm_s, 1.5 * a.kind[0].ep_comm_s, 1e-9, "moe re-runs the forward's dispatch and combine");
+#undef MX
+#define MF KV("gpus", "8", "ep", "8", "seq", "1024", "mbs", "1", "gbs", "8", "recompute", "selective", "precision", "fp8")
+	if (run(&mx, &h, MF, &p, &a) || run_with(&mx, &h, MF, "recompute_modules", "moe_act", &p, &b)) return;
+#undef MF
+	CHECK_REL(a.kind[0].act_per_mb_bytes - b.kind[0].act_per_mb_bytes, 32 * 1 * T * 2 * 14336, 1e-9, "moe_act under FP8: the 1-byte copy");
+	/* Llama 3 8B, dp 8 */
+#define L8 KV("gpus", "8", "seq", "1024", "mbs", "1", "gbs", "8", "recompute", "selective")
+	if (run(&l8, &h, L8, &p, &a) || run_with(&l8, &h, L8, "recompute_modules", "core_attn,mlp", &p, &b)) return;
+#undef L8
+	CHECK_REL(a.kind[0].act_per_mb_bytes - b.kind[0].act_per_mb_bytes, 32 * 2 * T * (4096 + 3 * 14336), 1e-9, "mlp frees the dense MLP's tensors");
+	CHECK(b.kind[0].recompute_s > a.kind[0].recompute_s, "mlp re-runs the MLP beside the attention");
+}
+
 /* ZeRO-3 issues its collectives per block: an all-gather before each block's forward and
  * backward and a reduce-scatter after its backward, every micro-batch [ZERO §5.3], each with
  * its own latency. With bandwidth made free, one collective costs NCCL's latency: tp 8, dp 16
@@ -682,6 +744,7 @@ int main(void)
 	test_cp_ring_steps(&m8, &h);
 	test_ep_dispatch(&h);
 	test_moe_folding(&h);
+	test_recompute_modules(&h);
 	test_mfu_definition(&m8, &h);
 	test_bubble_fraction(&h);
 	test_comm_volumes(&gpt3, &h);

@@ -167,6 +167,14 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 		export_noeq(o, "recompute op (torchtitan's per-op checkpointing); selective (attention core) is written");
 	if (p->recompute == RC_SELECTIVE || p->recompute == RC_OP) {
 		fprintf(o->f, "--recompute-granularity selective \\\n");
+		if (p->recompute == RC_SELECTIVE && p->recompute_modules != RCM_CORE_ATTN) {
+			/* Megatron-Core's list, space separated (arguments.py: nargs='*') */
+			char v[160];
+			plan_get(p, "recompute_modules", v, sizeof(v));
+			for (char *c = v; *c; c++)
+				if (*c == ',') *c = ' ';
+			fprintf(o->f, "--recompute-modules %s \\\n", v);
+		}
 	} else if (p->recompute == RC_FULL) {
 		fprintf(o->f, "--recompute-granularity full \\\n");
 		if (p->recompute_layers < 0) {

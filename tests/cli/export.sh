@@ -9,6 +9,13 @@ expect_out '^--pipeline-model-parallel-size 4 \\$'
 expect_out '^--sequence-parallel \\$'
 expect_rc 0 "$SP" export "$TMP/plan.json" --format megatron --tp 4
 expect_out '^--tensor-model-parallel-size 4 \\$'
+# Megatron-Core's selective modules are written as its space-separated list; the default
+# (core attention) writes none
+expect_rc 0 "$SP" export --format megatron --model mixtral-8x7b --gpu h100-sxm --gpus 64 --tp 2 --ep 8 --sp --gbs 64 \
+	--recompute selective --recompute-modules moe_act,layernorm
+expect_out '^--recompute-modules moe_act layernorm \\$'
+expect_rc 0 "$SP" export --format megatron --model mixtral-8x7b --gpu h100-sxm --gpus 64 --tp 2 --ep 8 --sp --gbs 64 --recompute selective
+if grep -q -- '--recompute-modules' "$TMP/out"; then bad "the default modules written"; else ok; fi
 expect_rc 0 "$SP" export --format nanotron --model llama-3-8b --gpu h100-sxm --gpus 8 --gbs 64
 expect_out '^  dp: 8$'
 expect_out '^  batch_accumulation_per_replica: 8$'

@@ -51,6 +51,8 @@ expect_rc 2 $MPI -np 2 "$SP" run $TINY --steps 0
 expect_msg -- '--steps: 0 is out of range'
 expect_rc 2 "$SP" run $TINY --recompute op
 expect_msg 'not yet supported by the runtime: recompute op'
+expect_rc 2 "$SP" run $TINY --recompute selective --recompute-modules core_attn,layernorm
+expect_msg 'not yet supported by the runtime: recompute_modules beyond core_attn'
 expect_rc 2 "$SP" run $TINY --bogus
 expect_msg "unknown option '--bogus'"
 expect_rc 0 "$SP" run --help

@@ -122,6 +122,11 @@ expect_rc 2 "$SP" sim --model llama-3-8b --gpu no-such-gpu --gpus 8
 expect_err_line "gpu.*no-such-gpu"
 expect_rc 2 "$SP" sim --gpu h100-sxm --gpus 8
 expect_err_line "model"
+# Megatron-Core's recompute modules: a name it does not have, and one the model has nothing for
+expect_rc 2 "$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 8 --recompute selective --recompute-modules core_attn,foo
+expect_err_line "recompute_modules: 'foo' is not one of core_attn,mla_up_proj"
+expect_rc 2 "$SP" sim --model llama-3-8b --gpu h100-sxm --gpus 8 --recompute selective --recompute-modules mla_up_proj
+expect_err_line "recompute_modules: mla_up_proj needs a model with multi-head latent attention"
 # schedule rules (issue: v not dividing the layers, odd pp for dualpipe, too few micro-batches)
 for e in "interleaved --vpp 3:pp\*vpp \(12\) does not divide num_hidden_layers \(80\)" \
 	 "dualpipe --pp 3 --gpus 24:dualpipe needs an even pp \(3\)" \

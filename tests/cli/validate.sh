@@ -254,6 +254,29 @@ NE=(--overlap-grad-reduce 1 --overlap-param-gather 1)
 N0=$(at_sim 1 nemo --overlap-tp-comm 0 "${NE[@]}"); N1=$(at_sim 1 nemo --overlap-tp-comm 1 "${NE[@]}")
 json_check "$TMP/async2.json" "[abs(r['pred_tokens_per_s_per_gpu'] / x - 1) < 1e-6 for r, x in zip(d['results'], [$A1, $A0, $N0, $N0, $N1, $A0])] == [True] * 6 and $N0 != $N1"
 
+# Megatron's recompute settings read from the notes by their flag or config names: a selective
+# row whose notes list Megatron-Core's recompute_modules (RM1) is priced as `sim
+# --recompute-modules` with that list, against the default core attention (RM2); a row that
+# leaves recompute empty but lists the modules (RM3, the flag's spelling) ran selective with
+# them. A full row with recompute_num_layers 4 (RM4) recomputes the first 4 layers of its stage
+# (the block method); with the uniform method named (RM5) every layer
+{
+	tsv_row "${HEADER[@]}"
+	at_row RM1 megatron-core 1 "recompute_modules: [core_attn, mlp]" selective
+	at_row RM2 megatron-core 1 "recipe defaults" selective
+	at_row RM3 megatron-core 1 "--recompute-modules core_attn mlp" ""
+	at_row RM4 megatron-core 1 "recompute_method block, recompute_num_layers 4" full
+	at_row RM5 megatron-core 1 "recompute_method uniform, recompute_num_layers 4" full
+} >"$TMP/rcmod.tsv"
+expect_rc 0 "$SP" validate "$TMP/rcmod.tsv" --json
+cp "$TMP/out" "$TMP/rcmod.json"
+R1=$(at_sim 1 megatron-core --recompute selective --recompute-modules core_attn,mlp)
+R2=$(at_sim 1 megatron-core --recompute selective)
+R4=$(at_sim 1 megatron-core --recompute full --recompute-layers 4)
+R5=$(at_sim 1 megatron-core --recompute full)
+json_check "$TMP/rcmod.json" "[abs(r['pred_tokens_per_s_per_gpu'] / x - 1) < 1e-6 for r, x in zip(d['results'], [$R1, $R2, $R1, $R4, $R5])] == [True] * 5 and $R1 != $R2 and $R4 != $R5"
+json_check "$TMP/rcmod.json" "'modules core_attn,mlp (notes)' in d['results'][2]['assumed'] and 'recompute_layers 4 (notes: block method)' in d['results'][3]['assumed']"
+
 # torchtitan has no Megatron-style core-attention recompute: its selective checkpointing is per
 # layer or per op (the profile offers none, full and op), so a torchtitan row that says
 # selective, its notes silent on which, ran per-op checkpointing (AT9, priced as
