@@ -29,6 +29,13 @@ struct dims {
 	double scores;              /* elements of the s × s score matrix of one micro-batch */
 	double qkv_t, o_t;          /* per token and rank: q, k, v as the attention kernel saves
 	                             * them, and its output; MLA's v and output have v_head_dim */
+	double tok, fe;             /* MoE: the routed token copies a rank's experts hold (its
+	                             * expert-TP group's, gathered: T·(etp/tp)·k) and the expert width
+	                             * each rank holds (an etp-th) [Megatron-Core
+	                             * MoEAlltoAllTokenDispatcher: all-to-all over EP, then
+	                             * gather_from_sequence_parallel_region over the expert-TP group] */
+	double nd;                  /* sub-blocks with the dense TP pattern: attention, and a dense
+	                             * block's MLP or a MoE block's shared experts */
 };
 
 /* Compute times the communication and recompute terms are set against. */
@@ -86,6 +93,9 @@ static void dims_init(const struct ectx *c, int moe, struct dims *d)
 	d->ag_E = d->sp > 1 && p->precision == PREC_FP8 && p->fp8_impl == FP8_TORCHAO ? 1 : d->E;
 	d->width = moe ? (double)m->moe_ffn_hidden * m->moe_shared_experts : m->ffn_hidden;
 	d->scores = (double)p->mbs * m->heads / d->t * ((double)p->seq / p->cp) * p->seq;
+	d->tok = moe ? d->T * (c->etp / d->t) * m->moe_topk : 0;
+	d->fe = (double)m->moe_ffn_hidden / c->etp;
+	d->nd = 1 + (!moe || d->width > 0);
 	d->qkv_t = d->qd / d->t + 2 * d->kva_t;
 	d->o_t = d->qd / d->t;
 	if (m->kv_lora_rank) { /* MLA: q and k of qk_nope + qk_rope dims per head, v of v_head_dim */
@@ -130,14 +140,11 @@ static void linear_time(const struct ectx *c, const struct dims *d, struct compu
 	if (d->moe) {
 		/* routed experts: each rank dispatches its sequence share (T/tp tokens under SP, which
 		 * Megatron-Core requires for MoE with TP), the expert-TP group gathers what its etp
-		 * ranks received, and the tokens spread evenly over the EP group: each rank runs E/ep
-		 * local experts, each on T·(etp/tp)·k·ep/E tokens, sharded etp ways (perfect balance;
+		 * ranks received (d->tok), and the tokens spread evenly over the EP group: each rank
+		 * runs E/ep local experts, each on tok·ep/E tokens, sharded etp ways (perfect balance;
 		 * the FLOPs per rank are the same T·k/tp experts' worth whatever the folding, as
-		 * gflops below counts them) [Megatron-Core MoEAlltoAllTokenDispatcher: all-to-all over
-		 * EP, then gather_from_sequence_parallel_region over the expert-TP group] */
-		double local = (double)m->moe_experts / p->ep, et = c->etp;
-		double expert_tokens = T * (et / t) * m->moe_topk * p->ep / m->moe_experts;
-		double fe = m->moe_ffn_hidden / et;
+		 * gflops below counts them) */
+		double local = (double)m->moe_experts / p->ep, expert_tokens = d->tok * p->ep / m->moe_experts, fe = d->fe;
 		cm->g_exp = local * (gemm_t(c, expert_tokens, (mult - 1) * fe, H, 1) + gemm_t(c, expert_tokens, H, fe, 1)) +
 			    gemm_t(c, T, m->moe_experts, H, 1); /* and the router */
 		cm->gf_exp = 2 * T * m->moe_topk * H * mult * m->moe_ffn_hidden / t + 2 * T * H * m->moe_experts;
@@ -363,6 +370,17 @@ static void compute_cost(const struct ectx *c, const struct dims *d, struct comp
 	}
 }
 
+/* A MoE block's routed experts' TP collectives, one pass (forward, or its transpose backward):
+ * with etp > 1 the expert-TP group all-gathers the d->tok token copies its ranks received and
+ * reduce-scatters the experts' outputs (an all-reduce without SP); with etp 1, none */
+static double routed_tp_pair(const struct ectx *c, const struct dims *d)
+{
+	if (!d->moe || c->etp <= 1 || c->p->tp <= 1) return 0;
+	double x = d->E * d->tok * d->H; /* the gathered array: the etp ranks' copies */
+	return c->p->sp ? ectx_coll_time(c, COLL_ALLGATHER, x, &c->etp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, x, &c->etp_g)
+			: ectx_coll_time(c, COLL_ALLREDUCE, x, &c->etp_g);
+}
+
 /* TP/SP per block, each collective of the full activation b·s·h [MEG §3.2; KOR §4.2.2]:
  * without SP 2 all-reduces forward (after the row-parallel O and FC2) and 2 backward (the
  * column-parallel QKV and FC1 input gradients); with SP an all-gather before each
@@ -391,11 +409,7 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	 * no TP collective [Megatron-Core MoEAlltoAllTokenDispatcher,
 	 * gather_from_sequence_parallel_region / reduce_scatter_to_sequence_parallel_region over
 	 * the expert-TP group] */
-	double nd = 1 + (!d->moe || d->width > 0);
-	double xr = d->moe && c->etp > 1 ? S * c->m->moe_topk * c->etp / t : 0, routed = 0;
-	if (xr > 0)
-		routed = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, xr, &c->etp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, xr, &c->etp_g)
-			       : ectx_coll_time(c, COLL_ALLREDUCE, xr, &c->etp_g);
+	double nd = d->nd, routed = routed_tp_pair(c, d);
 	double ag = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
 	double rs = p->sp ? ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g) : 0;
 	/* the forward's all-gathers move FP8 inputs where float8 TP gathers them (ag_E), its
@@ -558,9 +572,8 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 		act += E * T * (keep * width / t);
 		a_lin += E * T * width / t;
 	}
-	/* the routed tokens a rank's experts hold: what its expert-TP group's etp ranks received,
-	 * gathered, T·(etp/tp)·k copies, each with an etp-th of the expert width (linear_time) */
-	double et = c->etp, tok = T * (et / t) * m->moe_topk, fe = m->moe_ffn_hidden / et;
+	/* the routed tokens a rank's experts hold, each with its share of the expert width (dims) */
+	double tok = d->tok, fe = d->fe;
 	if (d->moe) {
 		act += E * tok * (2 * H + keep * fe) + 4.0 * T * m->moe_experts;
 		a_lin += E * tok * (H + fe);
@@ -603,9 +616,9 @@ static void host_bound(const struct ectx *c, const struct dims *d, struct layer_
 	const struct plan *p = c->p;
 	/* the sub-blocks tp_cost prices: attention and a dense or shared-expert MLP with the dense
 	 * pattern, and a MoE block's routed experts with a pair of their own when etp > 1 */
-	double nd = 1 + (!d->moe || d->width > 0), nr = d->moe && c->etp > 1;
-	double colls = p->tp > 1 ? (p->sp ? 2 : 1) * (nd + nr) : 0;
-	double colls_b = colls + (p->tp > 1 && p->sp && p->tp_regather ? nd : 0); /* the re-gathers */
+	double nr = d->moe && c->etp > 1;
+	double colls = p->tp > 1 ? (p->sp ? 2 : 1) * (d->nd + nr) : 0;
+	double colls_b = colls + (p->tp > 1 && p->sp && p->tp_regather ? d->nd : 0); /* the re-gathers */
 	double hf = HOST_OPS_FWD * h->host_op_s + colls * h->host_coll_s;
 	double hb = 2 * HOST_OPS_FWD * h->host_op_s + colls_b * h->host_coll_s;
 	if (hf > lc->f + lc->tp_f) lc->f = hf - lc->tp_f;
@@ -642,18 +655,12 @@ static void selective_modules(const struct ectx *c, const struct dims *d, const 
 	if (!mods) return;
 	double t = d->t, T = d->T, H = d->H, E = d->E, sp = d->sp, width = d->width, keep = d->mlp_mult + d->glu_ops;
 	double f = p->precision == PREC_FP8 && p->fp8_impl == FP8_TE ? 0.5 : 1;
-	double et = c->etp, tok = T * (et / t) * m->moe_topk, fe = m->moe_ffn_hidden / et, S = E * T * H;
+	double tok = d->tok, fe = d->fe, S = E * T * H;
 	/* one forward pass of a sub-block's SP gather and scatter (an all-reduce without SP) */
-	double pair = 0, routed_pair = 0;
-	if (p->tp > 1) {
+	double pair = 0, routed_pair = routed_tp_pair(c, d);
+	if (p->tp > 1)
 		pair = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / E, &c->tp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g)
 			     : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
-		if (d->moe && c->etp > 1) {
-			double xr = S * m->moe_topk * c->etp / t;
-			routed_pair = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, xr, &c->etp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, xr, &c->etp_g)
-					    : ectx_coll_time(c, COLL_ALLREDUCE, xr, &c->etp_g);
-		}
-	}
 	double drop = 0, rc = 0, flops = 0, rc_tp = 0, rc_ep = 0;
 	if ((mods & RCM_MLA_UP_PROJ) && m->kv_lora_rank) {
 		drop += E * T * d->qkv_t;
