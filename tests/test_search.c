@@ -99,6 +99,10 @@ static void brute_force(const struct model *m, const struct hw *h, int gpus, int
 				if (plan_set(&p, "schedule", pp == 1 ? "none" : sched, err) ||
 				    plan_set(&p, "order", orders[o], err) || plan_set(&p, "recompute", rcs[rc < 3 ? rc : 2], err))
 					continue;
+				/* selective is what frees memory cheaply (search.h): MLA's up-projections, the
+				 * experts' activation and those blocks' norms; the core attention otherwise */
+				if (rc == 1 && (m->kv_lora_rank || model_is_moe(m)))
+					p.recompute_modules = (m->kv_lora_rank ? RCM_MLA_UP_PROJ : 0) | (model_is_moe(m) ? RCM_MOE_ACT : 0) | RCM_LAYERNORM;
 				if (rc == 2) { /* full on half of each stage's layers */
 					int st = m->layers / (plan_stages(&p) ? plan_stages(&p) : 1);
 					if (st < 2) continue;
@@ -366,6 +370,8 @@ static int cand_to_plan(const struct search_req *rq, const struct search_cand *k
 		return -1;
 	snprintf(v, sizeof(v), "%d", k->recompute_layers);
 	if (k->recompute == RC_FULL && plan_set(p, "recompute_layers", v, err)) return -1;
+	/* the search's selective is the module set it names (search.h) */
+	if (k->recompute == RC_SELECTIVE) p->recompute_modules = search_selective_modules(rq);
 	p->nstage_layers = 0;
 	if (counts) {
 		memcpy(p->stage_layers, counts, sizeof(int) * (size_t)n);
@@ -462,6 +468,41 @@ static void never_slower(const struct search_req *rq, const struct search_result
 		CHECK_REL(e.peak_mem_bytes, k->peak_bytes, 1e-12, "the table's peak is sim's");
 		CHECK(e.fits, "%s #%d fits", name, i + 1);
 	}
+}
+
+/* What the search's selective recompute re-runs (search.h): with flash attention the core
+ * attention's recompute frees nothing, so a MoE or MLA model's selective is Megatron-Core's cheap
+ * modules (DeepSeek-V3: MLA's up-projections, the experts' activation, the two norms; Mixtral:
+ * the experts' activation and the pre-MLP norm); a dense model keeps the core attention, and so
+ * does unfused attention, beside the others; a framework without the module list (DeepSpeed)
+ * has the core attention only; --fix recompute_modules pins the set. */
+static void selective_modules_rule(void)
+{
+	struct model ds, l8;
+	struct hw h;
+	char err[ERR_LEN];
+	if (model_load("deepseek-v3", &ds, err) || model_load("llama-3-8b", &l8, err) || hw_load("h100-sxm", &h, err)) {
+		CHECK(0, "%s", err);
+		return;
+	}
+	struct search_req rq;
+	memset(&rq, 0, sizeof(rq));
+	rq.m = &ds; rq.h = &h; rq.gpus = 64; rq.seq = 4096; rq.gbs = 64;
+	plan_defaults(&rq.base);
+	search_fix_init(&rq.fix);
+	CHECK(search_selective_modules(&rq) == (RCM_MLA_UP_PROJ | RCM_MOE_ACT | RCM_LAYERNORM), "deepseek-v3: the cheap modules");
+	rq.base.flash_attn = 0;
+	CHECK(search_selective_modules(&rq) == (RCM_CORE_ATTN | RCM_MLA_UP_PROJ | RCM_MOE_ACT | RCM_LAYERNORM), "unfused: the core attention too");
+	rq.base.flash_attn = 1;
+	if (framework_load("deepspeed", &rq.fw, err)) { CHECK(0, "%s", err); return; }
+	rq.has_fw = 1;
+	CHECK(search_selective_modules(&rq) == RCM_CORE_ATTN, "deepspeed: the core attention only");
+	rq.has_fw = 0;
+	CHECK(search_fix_parse(&rq, "recompute_modules=moe", err) == 0 && search_selective_modules(&rq) == RCM_MOE, "pinned: %s", err);
+	memset(&rq, 0, sizeof(rq));
+	rq.m = &l8; rq.h = &h;
+	plan_defaults(&rq.base);
+	CHECK(search_selective_modules(&rq) == RCM_CORE_ATTN, "llama-3-8b: the core attention");
 }
 
 static void test_partitioning(const char *dir)
@@ -576,6 +617,7 @@ int main(void)
 	pruned_vs_exhaustive("llama-3-8b", "h100-sxm", 32, 8192, 64);
 	pruned_vs_exhaustive("mixtral-8x7b", "h100-sxm", 32, 4096, 32);
 	fix_rules();
+	selective_modules_rule();
 
 	/* GPT-3 / 1T as Megatron ran them: vocabulary padded to 51200 [KOR §6, TV-K3] */
 	char dir[] = "/tmp/sp_search_XXXXXX", gpt3[64], t1[64];

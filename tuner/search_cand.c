@@ -5,6 +5,7 @@
 #include <string.h>
 #include "tuner/search_impl.h"
 #include "sim/estimate.h"
+#include "sim/model.h"
 
 const char *const search_order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 
@@ -25,6 +26,19 @@ static uint64_t chosen_keys(void)
 	return mask;
 }
 
+int search_selective_modules(const struct search_req *rq)
+{
+	if (plan_key_stated(&rq->base, "recompute_modules")) return rq->base.recompute_modules;
+	const struct model *m = rq->m;
+	static const struct { int bit; const char *name; } cheap[] = {{RCM_MLA_UP_PROJ, "mla_up_proj"}, {RCM_MOE_ACT, "moe_act"},
+		{RCM_LAYERNORM, "layernorm"}};
+	int have[] = {m->kv_lora_rank > 0, model_is_moe(m), m->kv_lora_rank > 0 || model_is_moe(m)};
+	int mods = rq->base.flash_attn ? 0 : RCM_CORE_ATTN;
+	for (size_t i = 0; i < sizeof(cheap) / sizeof(cheap[0]); i++)
+		if (have[i] && (!rq->has_fw || framework_offers(&rq->fw, "recompute_modules", cheap[i].name, NULL))) mods |= cheap[i].bit;
+	return mods ? mods : RCM_CORE_ATTN;
+}
+
 int search_cand_plan(const struct search_req *rq, const struct search_cand *k, struct plan *p, char *err)
 {
 	*p = rq->base;
@@ -34,6 +48,7 @@ int search_cand_plan(const struct search_req *rq, const struct search_cand *k, s
 	p->vpp = k->vpp; p->zero = k->zero; p->sp = k->sp;
 	p->recompute = (enum recompute)k->recompute;
 	p->recompute_layers = k->recompute_layers;
+	if (p->recompute == RC_SELECTIVE) p->recompute_modules = search_selective_modules(rq);
 	p->mbs = k->mbs; p->gbs = rq->gbs; p->seq = rq->seq;
 	p->schedule = (enum schedule)k->schedule;
 	strcpy(p->order, search_order_names[k->order]);

@@ -151,6 +151,13 @@ for p in json.load(open(sys.argv[1]))["plans"]:
 PY
 expect_rc 2 "$SP" tune --model deepseek-v3 --gpu h100-sxm --gpus 256 --seq 4096 --gbs 512 --fix stage_layers=15,15,16,15
 expect_err_line 'fix stage_layers: the tuner balances'
+# selective recompute is what frees memory cheaply (search.h): for Mixtral the experts'
+# activation and the pre-MLP norm, named in the JSON and carried by the sim flags; DeepSpeed has
+# no module list, so its selective is the core attention
+expect_rc 0 "$SP" tune --model mixtral-8x7b --gpu h100-sxm --gpus 32 --seq 4096 --gbs 64 --fix recompute=selective --top 1 --no-db --json
+python3 -c 'import json,sys; p = json.load(open(sys.argv[1]))["plans"][0]; sys.exit(0 if p["recompute"] == "selective" and p["recompute_modules"] == "moe_act,layernorm" and "--recompute-modules moe_act,layernorm" in p["sim_flags"] else 1)' "$TMP/out" && ok || bad "mixtral selective modules: $(head -c 300 "$TMP/out")"
+expect_rc 0 "$SP" tune --model mixtral-8x7b --gpu h100-sxm --gpus 32 --seq 4096 --gbs 64 --fix recompute=selective --top 1 --no-db --json --framework deepspeed
+python3 -c 'import json,sys; p = json.load(open(sys.argv[1]))["plans"][0]; sys.exit(0 if p["recompute_modules"] == "core_attn" and "--recompute-modules" not in p["sim_flags"] else 1)' "$TMP/out" && ok || bad "deepspeed selective: $(head -c 300 "$TMP/out")"
 # a heavy LM head (256k vocabulary, 16 layers): fewer layers on the last stage
 cat > "$TMP/heavy.json" <<'J'
 {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
