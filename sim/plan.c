@@ -350,8 +350,21 @@ int plan_from_json(const char *text, struct plan *p, char *err)
 			p->nstage_layers = n;
 			continue;
 		}
+		char list[160];
 		if (cJSON_IsString(it)) val = it->valuestring;
 		else if (cJSON_IsBool(it)) val = cJSON_IsTrue(it) ? "1" : "0";
+		else if (cJSON_IsArray(it) && find_key(it->string) && find_key(it->string)->type == K_MASK) {
+			/* a set as a list of names, as Megatron-Bridge configs write recompute_modules */
+			size_t len = 0;
+			list[0] = 0;
+			for (cJSON *e = it->child; e && rc == 0; e = e->next) {
+				if (!cJSON_IsString(e)) { rc = errf(err, "plan: %s: entries must be names", it->string); break; }
+				if (len + strlen(e->valuestring) + 2 > sizeof(list)) { rc = errf(err, "plan: %s: list too long", it->string); break; }
+				len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", len ? "," : "", e->valuestring);
+			}
+			if (rc) break;
+			val = list;
+		}
 		else if (cJSON_IsNumber(it)) {
 			double d = it->valuedouble;
 			if (!is_int_in(d, -1e300, 1e300))

@@ -53,6 +53,13 @@ static void test_validator(void)
 	CHECK(plan_from_json("{\"tp\": 2.5}", &p, err) && strstr(err, "not an integer"), "fractional tp: %s", err);
 	CHECK(plan_from_json("{\"tp\": 4, \"sp\": true, \"schedule\": \"zb-h1\", \"precision\": \"fp16\"}", &p, err) == 0 && p.tp == 4 && p.sp == 1 && p.schedule == SCHED_ZBH1 && p.precision == PREC_FP16, "json plan: %s", err);
 	CHECK(plan_set(&p, "precision", "fp4", err) && !strcmp(err, "plan: precision: 'fp4' is not bf16, fp16, fp8 or fp32"), "precision fp4: %s", err);
+	/* a set of names: comma separated, or a JSON list as Megatron-Bridge configs write it */
+	CHECK(plan_from_json("{\"recompute_modules\": [\"moe_act\", \"layernorm\"]}", &p, err) == 0 &&
+	      p.recompute_modules == (RCM_MOE_ACT | RCM_LAYERNORM), "modules from a list: %s", err);
+	CHECK(plan_from_json("{\"recompute_modules\": [1]}", &p, err) && !strcmp(err, "plan: recompute_modules: entries must be names"), "%s", err);
+	CHECK(plan_from_json("{\"recompute_modules\": []}", &p, err) && !strcmp(err, "plan: recompute_modules: empty list"), "%s", err);
+	CHECK(plan_set(&p, "recompute_modules", "mlp,,core_attn", err) == 0 && p.recompute_modules == (RCM_MLP | RCM_CORE_ATTN), "%s", err);
+	CHECK(plan_set(&p, "recompute_modules", "attn", err) && strstr(err, "'attn' is not one of core_attn,"), "%s", err);
 	/* round trip */
 	char *js = plan_to_json(&p);
 	struct plan q;

@@ -51,7 +51,7 @@ struct ctx {
 static void offer_masks(struct ctx *c, const struct plan *p)
 {
 	const struct framework *fw = &c->rq->fw;
-	char v[4];
+	char v[12];
 	c->offer_zero = c->offer_sched = c->offer_rc = ~0u;
 	for (int z = 0; z <= 3; z++) {
 		snprintf(v, sizeof(v), "%d", z);
