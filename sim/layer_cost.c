@@ -572,6 +572,13 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 		act += E * T * (keep * width / t);
 		a_lin += E * T * width / t;
 	}
+	/* MLA's latents, on the rank's sequence share under SP: the q and KV down-projections'
+	 * outputs, kept by their norms, and the norms' outputs, kept as the up-projections' inputs
+	 * (Megatron-Core multi_latent_attention.py: duplicated down-projections, q_layernorm and
+	 * kv_layernorm before the column-parallel up-projections) */
+	double lat = m->kv_lora_rank ? (double)m->q_lora_rank + m->kv_lora_rank : 0;
+	act += 2 * E * T * lat / sp;
+	a_lin += E * T * lat / sp;
 	/* the routed tokens a rank's experts hold, each with its share of the expert width (dims) */
 	double tok = d->tok, fe = d->fe;
 	if (d->moe) {
@@ -583,7 +590,7 @@ static void memory_cost(const struct ectx *c, const struct dims *d, struct layer
 		 * [TE linear.py; frameworks.md §3.4]: the QKV, FC1 and FC2 inputs (and the experts')
 		 * shrink to half; the O projection saves its FP8 input beside the attention output
 		 * that flash attention keeps in bf16 */
-		double fp8_in = E * T * (2 * H / sp + width / t) + (d->moe ? E * tok * (H + fe) : 0);
+		double fp8_in = E * T * (2 * H / sp + width / t + lat / sp) + (d->moe ? E * tok * (H + fe) : 0);
 		act -= 0.5 * fp8_in - 0.5 * E * T * d->o_t;
 		a_lin = 0.5 * a_lin;
 	}

@@ -499,6 +499,16 @@ static void test_recompute_modules(const struct hw *h0)
 	CHECK_REL(ka->act_per_mb_bytes - kb->act_per_mb_bytes, n * 2 * T * 128 * (192 + 192 + 128), 1e-9, "mla_up_proj frees q, k and v");
 	double up = 2 * T * 128 * (1536.0 * 192 + 512.0 * 256) / (h.peak_bf16_flops * h.gemm_eff);
 	CHECK_REL(kb->recompute_s, a.m * n * up, 1e-9, "mla_up_proj re-runs the up-projections, not the attention");
+	/* the latents stay: the q down-projection's output and its norm's, 2 · 2 B · 1024 a dim, so a
+	 * q latent twice as wide keeps 2 · 2 B · 1024 · 1536 more a block */
+	struct model ds2 = ds;
+	ds2.q_lora_rank = 2 * 1536;
+#define DS KV("gpus", "64", "pp", "8", "ep", "8", "seq", "1024", "mbs", "1", "gbs", "64", "recompute", "selective")
+	if (run(&ds2, &h, DS, &p, &b)) return;
+#undef DS
+	kb = kind_at_stage(&b, 1);
+	if (!kb) return;
+	CHECK_REL(kb->act_per_mb_bytes - ka->act_per_mb_bytes, n * 2 * 2 * T * 1536, 1e-9, "MLA keeps its latents and their norms' outputs");
 	/* Mixtral, ep 8 on one node */
 #define MX KV("gpus", "8", "ep", "8", "seq", "1024", "mbs", "1", "gbs", "8", "recompute", "selective")
 	if (run(&mx, &h, MX, &p, &a) || run_with(&mx, &h, MX, "recompute_modules", "moe_act", &p, &b)) return;
