@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include "sim/embedded.h"
 #include "sim/framework.h"
+#include "sim/model.h"
 #include "sim/plan.h"
 #include "sim/util.h"
 
@@ -221,6 +222,17 @@ int framework_selective_is_op(const struct framework *fw, const struct plan *p)
 {
 	return framework_offer(fw, "recompute", p) && framework_offers(fw, "recompute", "op", p) &&
 	       !framework_offers(fw, "recompute", "selective", p);
+}
+
+int framework_cheap_modules(const struct framework *fw, const struct model *m, int flash_attn)
+{
+	static const struct { int bit; const char *name; } cheap[] = {{RCM_MLA_UP_PROJ, "mla_up_proj"}, {RCM_MOE_ACT, "moe_act"},
+		{RCM_LAYERNORM, "layernorm"}};
+	int have[] = {m->kv_lora_rank > 0, model_is_moe(m), m->kv_lora_rank > 0 || model_is_moe(m)};
+	int mods = flash_attn ? 0 : RCM_CORE_ATTN;
+	for (size_t i = 0; i < sizeof(cheap) / sizeof(cheap[0]); i++)
+		if (have[i] && (!fw || framework_offers(fw, "recompute_modules", cheap[i].name, NULL))) mods |= cheap[i].bit;
+	return mods ? mods : RCM_CORE_ATTN;
 }
 
 int framework_offers_conditional(const struct framework *fw)

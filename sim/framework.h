@@ -78,6 +78,15 @@ int framework_offers(const struct framework *fw, const char *key, const char *va
  * and not "selective" (torchtitan). A row's "selective", and the search's partial mode, mean op
  * there. */
 int framework_selective_is_op(const struct framework *fw, const struct plan *p);
+/* The selective recompute that frees memory cheaply where the model has it (plan
+ * recompute_modules): MLA's up-projections, the experts' activation, and the norms of MLA and
+ * MoE blocks, those the framework offers (fw NULL: all); the core attention only where attention
+ * is unfused, since with flash attention its recompute frees nothing (Megatron-Bridge,
+ * "Activation Recompute": with fused or flash attention compare core_attn against no module;
+ * MLA starts with mla_up_proj, grouped MoE with moe_act, then layernorm); the core attention
+ * when none applies */
+struct model;
+int framework_cheap_modules(const struct framework *fw, const struct model *m, int flash_attn);
 
 /* 1 when some offer of the framework has a condition (the search then asks per plan) */
 int framework_offers_conditional(const struct framework *fw);

@@ -449,11 +449,12 @@ bad:
  * (framework "other") or an unknown one, whose settings nobody published. */
 #define FILL_MAX 10
 #define FILL_VALS 24
+#define FILL_LEN 40
 struct fill {
 	const struct framework *fw; /* the row's framework: only the values it offers; NULL: any */
 	const struct plan *plan;    /* the plan being completed (the offers' conditions read it) */
 	const char *key[FILL_MAX];
-	char val[FILL_MAX][FILL_VALS][16];
+	char val[FILL_MAX][FILL_VALS][FILL_LEN];
 	int nval[FILL_MAX], nkeys;
 };
 
@@ -467,7 +468,7 @@ static void fill_add(struct fill *f, const char *key, int lo, int hi, int (*keep
 	int k = f->nkeys, n = 0;
 	if (k == FILL_MAX) return;
 	for (int v = lo; v <= hi && n < FILL_VALS; v++) {
-		snprintf(f->val[k][n], 16, "%d", v);
+		snprintf(f->val[k][n], FILL_LEN, "%d", v);
 		if ((!keep || keep(v, arg)) && fill_offered(f, key, f->val[k][n])) n++;
 	}
 	if (n) { f->key[k] = key; f->nval[k] = n; f->nkeys++; }
@@ -478,7 +479,7 @@ static void fill_names(struct fill *f, const char *key, const char *const *names
 	int k = f->nkeys, m = 0;
 	if (k == FILL_MAX || n > FILL_VALS) return;
 	for (int i = 0; i < n; i++)
-		if (fill_offered(f, key, names[i])) snprintf(f->val[k][m++], 16, "%s", names[i]);
+		if (fill_offered(f, key, names[i])) snprintf(f->val[k][m++], FILL_LEN, "%s", names[i]);
 	if (m) { f->key[k] = key; f->nval[k] = m; f->nkeys++; }
 }
 
@@ -508,6 +509,22 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 		/* per-op checkpointing only where it is the framework's partial mode */
 		int op = fw && framework_selective_is_op(fw, p);
 		fill_names(f, "recompute", rc, r->year && r->year < 2022 ? 2 : op ? 4 : 3);
+		/* where the model has what Megatron-Core's recompute modules free cheaply (MLA's
+		 * up-projections, the experts' activation, those blocks' norms) and the framework
+		 * offers them, selective may be those instead of the core attention; the module
+		 * list is in Megatron-Core's releases of 2025 (core 0.14.0, 2025-10: "Support
+		 * recomputation for FP8 layernorm/moe_act/shared_experts"), not before */
+		int cheap = framework_cheap_modules(fw, m, p->flash_attn);
+		if (cheap != RCM_CORE_ATTN && !known(r, p, "recompute_modules") && (!r->year || r->year >= 2025) &&
+		    fill_offered(f, "recompute", "selective")) {
+			struct plan q;
+			plan_defaults(&q);
+			q.recompute_modules = cheap;
+			char names[FILL_LEN];
+			plan_get(&q, "recompute_modules", names, sizeof(names));
+			const char *mods[] = {"core_attn", names};
+			fill_names(f, "recompute_modules", mods, 2);
+		}
 	}
 	if (!known(r, p, "vpp") && (sched_family(p->schedule)->flags & SCHED_F_VIRTUAL)) {
 		int per = m->layers / p->pp;

@@ -185,11 +185,7 @@ int search_split(const struct search_req *rq, const struct search_cand *k, int *
 /* The full plan of a candidate (resolved and validated). */
 int search_cand_plan(const struct search_req *rq, const struct search_cand *c, struct plan *p, char *err);
 /* What the search's selective recompute re-runs (plan recompute_modules): the request's when
- * it pins them (--fix recompute_modules=...), else what frees memory cheaply where the model has
- * it and the framework offers it: the core attention only where it is unfused (with flash
- * attention its recompute frees nothing), MLA's up-projections, the experts' activation, and
- * the norms of MLA and MoE blocks (Megatron-Core's --recompute-modules); the core attention
- * when none applies */
+ * it pins them (--fix recompute_modules=...), else framework_cheap_modules (sim/framework.h) */
 int search_selective_modules(const struct search_req *rq);
 
 /* Output (tuner/search_report.c). The request's names (model, gpu) come from rq->base. */

@@ -5,7 +5,6 @@
 #include <string.h>
 #include "tuner/search_impl.h"
 #include "sim/estimate.h"
-#include "sim/model.h"
 
 const char *const search_order_names[SEARCH_ORDERS] = {"tp-cp-dp-pp", "tp-cp-pp-dp", "tp-dp-cp-pp"};
 
@@ -29,14 +28,7 @@ static uint64_t chosen_keys(void)
 int search_selective_modules(const struct search_req *rq)
 {
 	if (plan_key_stated(&rq->base, "recompute_modules")) return rq->base.recompute_modules;
-	const struct model *m = rq->m;
-	static const struct { int bit; const char *name; } cheap[] = {{RCM_MLA_UP_PROJ, "mla_up_proj"}, {RCM_MOE_ACT, "moe_act"},
-		{RCM_LAYERNORM, "layernorm"}};
-	int have[] = {m->kv_lora_rank > 0, model_is_moe(m), m->kv_lora_rank > 0 || model_is_moe(m)};
-	int mods = rq->base.flash_attn ? 0 : RCM_CORE_ATTN;
-	for (size_t i = 0; i < sizeof(cheap) / sizeof(cheap[0]); i++)
-		if (have[i] && (!rq->has_fw || framework_offers(&rq->fw, "recompute_modules", cheap[i].name, NULL))) mods |= cheap[i].bit;
-	return mods ? mods : RCM_CORE_ATTN;
+	return framework_cheap_modules(rq->has_fw ? &rq->fw : NULL, rq->m, rq->base.flash_attn);
 }
 
 int search_cand_plan(const struct search_req *rq, const struct search_cand *k, struct plan *p, char *err)

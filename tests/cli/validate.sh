@@ -388,6 +388,18 @@ dated_pair "$TMP/alyear.tsv" AL21 2021 AL24 2024 "${A66[@]}" 2 h100-sxm 8 8 1 1 
 expect_rc 0 "$SP" validate "$TMP/alyear.tsv" --json
 json_check "$TMP/out" '"allocator native" in d["results"][0]["assumed"] and "allocator expandable" in d["results"][1]["assumed"] and not d["results"][1]["pred_fits"]'
 
+# a MoE row whose recompute is unknown may have run Megatron-Core's cheap recompute modules
+# (the experts' activation and the pre-MLP norm for Mixtral) from 2025, when its releases carry
+# the module list: Mixtral on 128 H100 at 4,096 tokens fits with them (69.4 GiB) and not without
+# any recompute (77.4), so the 2025 row completes to them, priced as `sim` with the flags; the
+# same row dated 2024 completes to full recompute
+MX=(32 4096 14336 32 8 128 32000 0 rmsnorm swiglu 8 2 14336 0 0)
+dated_pair "$TMP/mxyear.tsv" MX24 2024 MX25 2025 megatron-core "Mixtral" "${MX[@]}" 4096 256 1 h100-sxm 8 128 1 1 128 1 8 "" "" 1 "" none bf16 ok 1000 "" "" "" "" "" "" high "test row"
+expect_rc 0 "$SP" validate "$TMP/mxyear.tsv" --json
+MXS=$("$SP" sim --model mixtral-8x7b --gpu h100-sxm --gpus 128 --ep 8 --zero 1 --mbs 1 --gbs 256 --seq 4096 --framework megatron-core \
+	--recompute selective --recompute-modules moe_act,layernorm --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s_per_gpu"])')
+json_check "$TMP/out" "'recompute full' in d['results'][0]['assumed'] and 'recompute_modules moe_act,layernorm' in d['results'][1]['assumed'] and abs(d['results'][1]['pred_tokens_per_s_per_gpu'] / $MXS - 1) < 1e-6"
+
 # mem_kind allocated (torch max_memory_allocated) is compared with live tensors: the reserved
 # estimate less the allocator's fragmentation allowance, (alloc_frag_native - 1) = 0.7 on
 # h100-sxm (a row without framework runs the native allocator), on the dynamic parts
