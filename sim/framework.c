@@ -226,12 +226,14 @@ int framework_selective_is_op(const struct framework *fw, const struct plan *p)
 
 int framework_cheap_modules(const struct framework *fw, const struct model *m, int flash_attn)
 {
-	static const struct { int bit; const char *name; } cheap[] = {{RCM_MLA_UP_PROJ, "mla_up_proj"}, {RCM_MOE_ACT, "moe_act"},
-		{RCM_LAYERNORM, "layernorm"}};
+	static const int cheap[] = {RCM_MLA_UP_PROJ, RCM_MOE_ACT, RCM_LAYERNORM};
 	int have[] = {m->kv_lora_rank > 0, model_is_moe(m), m->kv_lora_rank > 0 || model_is_moe(m)};
 	int mods = flash_attn ? 0 : RCM_CORE_ATTN;
-	for (size_t i = 0; i < sizeof(cheap) / sizeof(cheap[0]); i++)
-		if (have[i] && (!fw || framework_offers(fw, "recompute_modules", cheap[i].name, NULL))) mods |= cheap[i].bit;
+	for (size_t i = 0; i < sizeof(cheap) / sizeof(cheap[0]); i++) {
+		char name[32];
+		recompute_modules_text(cheap[i], name, sizeof(name));
+		if (have[i] && (!fw || framework_offers(fw, "recompute_modules", name, NULL))) mods |= cheap[i];
+	}
 	return mods ? mods : RCM_CORE_ATTN;
 }
 

@@ -370,6 +370,24 @@ static void compute_cost(const struct ectx *c, const struct dims *d, struct comp
 	}
 }
 
+/* One sub-block's TP collectives with the dense pattern over the whole activation S: with SP
+ * the all-gather (forward: of ag_E bytes an element) and the reduce-scatter, else the
+ * all-reduce (tp_cost). Returns the forward pair; *ag, *rs, *ar the collectives one by one
+ * (0 where they do not run). */
+static double dense_tp_colls(const struct ectx *c, const struct dims *d, double *ag, double *rs, double *ar)
+{
+	const struct plan *p = c->p;
+	double S = d->E * d->T * d->H;
+	*ag = *rs = *ar = 0;
+	if (p->tp <= 1) return 0;
+	if (!p->sp) return *ar = ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
+	*ag = ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g);
+	*rs = ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g);
+	/* the forward's all-gathers move FP8 inputs where float8 TP gathers them (ag_E), its
+	 * reduce-scatters bf16 */
+	return (d->ag_E < d->E ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) : *ag) + *rs;
+}
+
 /* A MoE block's routed experts' TP collectives, one pass (forward, or its transpose backward):
  * with etp > 1 the expert-TP group all-gathers the d->tok token copies its ranks received and
  * reduce-scatters the experts' outputs (an all-reduce without SP); with etp 1, none */
@@ -400,7 +418,7 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 {
 	const struct plan *p = c->p;
 	if (p->tp <= 1) return;
-	double t = d->t, S = d->E * d->T * d->H, g = cm->g;
+	double t = d->t, g = cm->g;
 	/* the sub-blocks with the dense pattern: attention, and the MLP of a dense block or the
 	 * shared experts of a MoE block. A MoE block's routed experts instead gather the tokens
 	 * their expert-TP group received (k copies of each of its ranks' sequence share) before
@@ -409,14 +427,8 @@ static void tp_cost(const struct ectx *c, const struct dims *d, const struct com
 	 * no TP collective [Megatron-Core MoEAlltoAllTokenDispatcher,
 	 * gather_from_sequence_parallel_region / reduce_scatter_to_sequence_parallel_region over
 	 * the expert-TP group] */
-	double nd = d->nd, routed = routed_tp_pair(c, d);
-	double ag = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, S, &c->tp_g) : 0;
-	double rs = p->sp ? ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g) : 0;
-	/* the forward's all-gathers move FP8 inputs where float8 TP gathers them (ag_E), its
-	 * reduce-scatters bf16 */
-	double ag_f = p->sp && d->ag_E < d->E ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / d->E, &c->tp_g) : ag;
-	double ar = p->sp ? 0 : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
-	double cf = p->sp ? nd * (ag_f + rs) : nd * ar, cb = p->sp ? nd * (ag + rs) : nd * ar;
+	double nd = d->nd, routed = routed_tp_pair(c, d), ag, rs, ar;
+	double cf = nd * dense_tp_colls(c, d, &ag, &rs, &ar), cb = p->sp ? nd * (ag + rs) : nd * ar;
 	double rg = p->sp && p->tp_regather ? nd * ag : 0;
 	/* zero-bubble schedules run the weight-gradient GEMMs apart from B, later (Qi et al. 2023,
 	 * "Zero Bubble Pipeline Parallelism" §2): a backward collective has only B's
@@ -662,12 +674,9 @@ static void selective_modules(const struct ectx *c, const struct dims *d, const 
 	if (!mods) return;
 	double t = d->t, T = d->T, H = d->H, E = d->E, sp = d->sp, width = d->width, keep = d->mlp_mult + d->glu_ops;
 	double f = p->precision == PREC_FP8 && p->fp8_impl == FP8_TE ? 0.5 : 1;
-	double tok = d->tok, fe = d->fe, S = E * T * H;
+	double tok = d->tok, fe = d->fe, ag, rs, ar;
 	/* one forward pass of a sub-block's SP gather and scatter (an all-reduce without SP) */
-	double pair = 0, routed_pair = routed_tp_pair(c, d);
-	if (p->tp > 1)
-		pair = p->sp ? ectx_coll_time(c, COLL_ALLGATHER, S * d->ag_E / E, &c->tp_g) + ectx_coll_time(c, COLL_REDUCESCATTER, S, &c->tp_g)
-			     : ectx_coll_time(c, COLL_ALLREDUCE, S, &c->tp_g);
+	double pair = dense_tp_colls(c, d, &ag, &rs, &ar), routed_pair = routed_tp_pair(c, d);
 	double drop = 0, rc = 0, flops = 0, rc_tp = 0, rc_ep = 0;
 	if ((mods & RCM_MLA_UP_PROJ) && m->kv_lora_rank) {
 		drop += E * T * d->qkv_t;

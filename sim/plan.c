@@ -103,14 +103,19 @@ static const char *const prec_names[PREC_COUNT] = {"bf16", "fp8", "fp32", "fp16"
 const char *schedule_name(enum schedule s) { return s < SCHED_COUNT ? sched_family(s)->name : "?"; }
 const char *recompute_name(enum recompute r) { return (size_t)r < NRC ? rc_names[r] : "?"; }
 
-/* a K_MASK value as its names, comma separated */
-static void mask_names(const struct plan_key *k, int v, char *out, size_t n)
+/* a set of names' bits as the names, comma separated */
+static void names_of(const char *const *names, long count, int v, char *out, size_t n)
 {
 	size_t len = 0;
 	out[0] = 0;
-	for (long i = 0; i < k->hi && len < n; i++)
-		if (v >> i & 1) len += (size_t)snprintf(out + len, n - len, "%s%s", len ? "," : "", k->names[i]);
+	for (long i = 0; i < count && len < n; i++)
+		if (v >> i & 1) len += (size_t)snprintf(out + len, n - len, "%s%s", len ? "," : "", names[i]);
 }
+
+/* a K_MASK value as its names */
+static void mask_names(const struct plan_key *k, int v, char *out, size_t n) { names_of(k->names, k->hi, v, out, n); }
+
+void recompute_modules_text(int mods, char *buf, size_t n) { names_of(rcm_names, RCM_COUNT, mods, buf, n); }
 const char *precision_name(enum precision pr) { return (unsigned)pr < PREC_COUNT ? prec_names[pr] : "?"; }
 const char *allocator_name(int a) { return (unsigned)a < ALLOC_COUNT ? alloc_names[a] : "?"; }
 const char *fp8_impl_name(int f) { return (unsigned)f < FP8_COUNT ? fp8_names[f] : "?"; }
@@ -715,9 +720,11 @@ int plan_validate(const struct plan *p, const struct model *m, const struct hw *
 			{RCM_MOE_ACT, "MoE layers"}, {RCM_MOE, "MoE layers"}, {RCM_SHARED_EXPERTS, "shared experts"}};
 		int have[] = {m->kv_lora_rank > 0, model_is_moe(m), model_is_moe(m), model_is_moe(m) && m->moe_shared_experts > 0};
 		for (size_t i = 0; i < sizeof(rcm_needs) / sizeof(rcm_needs[0]); i++)
-			if (p->recompute == RC_SELECTIVE && (p->recompute_modules & rcm_needs[i].bit) && !have[i])
-				return errf(err, "plan: recompute_modules: %s needs a model with %s", rcm_names[__builtin_ctz((unsigned)rcm_needs[i].bit)],
-					    rcm_needs[i].needs);
+			if (p->recompute == RC_SELECTIVE && (p->recompute_modules & rcm_needs[i].bit) && !have[i]) {
+				char name[32];
+				recompute_modules_text(rcm_needs[i].bit, name, sizeof(name));
+				return errf(err, "plan: recompute_modules: %s needs a model with %s", name, rcm_needs[i].needs);
+			}
 		int n = plan_stages(p), sum = 0;
 		if (p->nstage_layers != n)
 			return errf(err, "plan: stage_layers has %d entries but the schedule has %d stages", p->nstage_layers, n);

@@ -251,6 +251,8 @@ int plan_stages(const struct plan *p);
 const char *schedule_name(enum schedule s);
 int schedule_from_name(const char *name, enum schedule *s);
 const char *recompute_name(enum recompute r);
+/* A set of enum rc_module bits as its names, comma separated (core_attn,mla_up_proj,...) */
+void recompute_modules_text(int mods, char *buf, size_t n);
 const char *precision_name(enum precision pr);
 const char *allocator_name(int a);
 const char *fp8_impl_name(int f);

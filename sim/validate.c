@@ -212,6 +212,8 @@ static void notes_recompute(const char *notes, struct plan *p, struct val_row *r
 	static const char *const mods[] = {"recompute_modules", "recompute-modules", NULL};
 	static const char *const nums[] = {"recompute_num_layers", "recompute-num-layers", NULL};
 	char err[ERR_LEN], list[160] = "";
+	struct plan probe; /* the plan parser says which words are module names */
+	plan_defaults(&probe);
 	for (const char *const *k = mods; *k && !list[0]; k++) {
 		const char *at = strstr(notes, *k);
 		if (!at) continue;
@@ -222,8 +224,7 @@ static void notes_recompute(const char *notes, struct plan *p, struct val_row *r
 			if (!w) break;
 			char name[32];
 			snprintf(name, sizeof(name), "%.*s", (int)w, v);
-			struct plan q = *p;
-			if (plan_set(&q, "recompute_modules", name, err)) break; /* not a module name: the list ended */
+			if (plan_set(&probe, "recompute_modules", name, err)) break; /* not a module name: the list ended */
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", list[0] ? "," : "", name);
 			v += w;
 		}
@@ -517,11 +518,8 @@ static void fill_candidates(const struct val_row *r, const struct model *m, cons
 		int cheap = framework_cheap_modules(fw, m, p->flash_attn);
 		if (cheap != RCM_CORE_ATTN && !known(r, p, "recompute_modules") && (!r->year || r->year >= 2025) &&
 		    fill_offered(f, "recompute", "selective")) {
-			struct plan q;
-			plan_defaults(&q);
-			q.recompute_modules = cheap;
 			char names[FILL_LEN];
-			plan_get(&q, "recompute_modules", names, sizeof(names));
+			recompute_modules_text(cheap, names, sizeof(names));
 			const char *mods[] = {"core_attn", names};
 			fill_names(f, "recompute_modules", mods, 2);
 		}
@@ -592,7 +590,10 @@ static int complete_plan(struct val_row *r, const struct model *m, const struct 
 		 * (fp8 on an A100) */
 		char later[ERR_LEN], *why = e2[0] ? later : e2;
 		for (int k = 0; k < f.nkeys && !bad; k++) bad = plan_set(&q, f.key[k], f.val[k][idx[k]], why) != 0;
-		if (!bad && !estimate_prepared(m, h, &q, &eq, why)) {
+		/* recompute modules matter only to selective recompute: the other modes with them are
+		 * the same plans as with the default */
+		int twin = q.recompute != RC_SELECTIVE && q.recompute_modules != RCM_CORE_ATTN;
+		if (!bad && !twin && !estimate_prepared(m, h, &q, &eq, why)) {
 			int fits = eq.fits || !ok_row;
 			/* a fitting completion beats any that does not; among those that do not, the
 			 * smallest peak (closest to what ran) */

@@ -170,7 +170,7 @@ static void export_megatron(struct out *o, const struct plan *p, const struct mo
 		if (p->recompute == RC_SELECTIVE && p->recompute_modules != RCM_CORE_ATTN) {
 			/* Megatron-Core's list, space separated (arguments.py: nargs='*') */
 			char v[160];
-			plan_get(p, "recompute_modules", v, sizeof(v));
+			recompute_modules_text(p->recompute_modules, v, sizeof(v));
 			for (char *c = v; *c; c++)
 				if (*c == ',') *c = ' ';
 			fprintf(o->f, "--recompute-modules %s \\\n", v);

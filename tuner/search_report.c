@@ -319,11 +319,8 @@ static cJSON *cand_json(const struct search_req *rq, const struct search_cand *k
 	cJSON_AddStringToObject(o, "recompute", recompute_name((enum recompute)k->recompute));
 	cJSON_AddNumberToObject(o, "recompute_layers", k->recompute_layers);
 	if (k->recompute == RC_SELECTIVE) {
-		struct plan p;
-		plan_defaults(&p);
-		p.recompute_modules = search_selective_modules(rq);
 		char v[160];
-		plan_get(&p, "recompute_modules", v, sizeof(v));
+		recompute_modules_text(search_selective_modules(rq), v, sizeof(v));
 		cJSON_AddStringToObject(o, "recompute_modules", v);
 	}
 	cJSON_AddNumberToObject(o, "mbs", k->mbs);
